@@ -1,0 +1,98 @@
+// Copyright 2026 The cairn Authors.
+//
+// Machinery behind EpochDomain's inline read path. Never include directly.
+
+#ifndef CAIRN_EPOCH_INTERNAL_EPOCH_SLOT_H_
+#define CAIRN_EPOCH_INTERNAL_EPOCH_SLOT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "cairn/base/version.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+enum class ReadSideMode : std::uint8_t {
+  // Enter publishes with a seq_cst exchange (`xchg` on x86): about 2 ns.
+  kSeqCst,
+  // Enter publishes with a plain store and a compiler barrier; the advancer
+  // pays for ordering with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).
+  // Falls back to kSeqCst where membarrier is not available.
+  kAsymmetric,
+};
+
+namespace epoch_internal {
+
+// An opaque per-thread tag: the address of a thread_local byte.
+inline std::uintptr_t ThisThreadTag() noexcept {
+  static thread_local char tag;
+  return reinterpret_cast<std::uintptr_t>(&tag);
+}
+
+// The state of one slot packs the pinned epoch and an active bit:
+// (epoch << 1) | 1 while a guard is held, 0 otherwise.
+inline constexpr std::uint64_t kActiveBit = 1;
+inline constexpr std::uint64_t PackPinned(std::uint64_t epoch) noexcept {
+  return (epoch << 1) | kActiveBit;
+}
+inline constexpr std::uint64_t PinnedEpoch(std::uint64_t state) noexcept {
+  return state >> 1;
+}
+
+// One registered participant. The first cache line is written only by its
+// owner on enter/leave (E7); the second is the advancer's bookkeeping, so a
+// stall report never makes the owner's line bounce. Slots are never freed
+// before their domain's core, so the advancer walks them without a lock.
+struct alignas(128) Slot {
+  // --- owner line -----------------------------------------------------
+  std::atomic<std::uint64_t> state{0};
+  std::uint32_t nesting = 0;  // owner only
+  // The thread that entered last; lets blocking calls detect a caller that
+  // is itself inside a guard of the same domain.
+  std::atomic<std::uintptr_t> owner_thread{0};
+  std::atomic<bool> in_use{false};
+  Slot* next = nullptr;  // immutable once the slot is linked
+
+  // --- advancer line (guarded by the core's advance mutex) --------------
+  alignas(64) std::uint64_t stall_epoch = 0;
+  std::uint64_t stall_participant = 0;
+  std::uint32_t stall_reports = 0;
+  // Registration data (guarded by the core's registry mutex).
+  std::uint64_t participant_id = 0;
+  std::string name;
+};
+
+// The part of a domain the inline read path touches. The global epoch has a
+// cache line of its own: readers load it, only the advancer writes it.
+struct ReadSide {
+  alignas(128) std::atomic<std::uint64_t> global_epoch{1};
+  ReadSideMode mode = ReadSideMode::kSeqCst;
+};
+
+inline void EnterSlot(const ReadSide& read_side, Slot* slot) noexcept {
+  if (slot->nesting++ != 0) return;  // E8: nested enter publishes nothing
+  // A stale epoch here is only conservative: it blocks the advance.
+  const std::uint64_t pinned =
+      PackPinned(read_side.global_epoch.load(std::memory_order_relaxed));
+  slot->owner_thread.store(ThisThreadTag(), std::memory_order_relaxed);
+  if (read_side.mode == ReadSideMode::kAsymmetric) {
+    slot->state.store(pinned, std::memory_order_relaxed);
+    // The advancer's membarrier orders this store before our later loads.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    slot->state.exchange(pinned, std::memory_order_seq_cst);
+  }
+}
+
+inline void LeaveSlot(Slot* slot) noexcept {
+  if (--slot->nesting != 0) return;
+  // Release: every read made inside the guard happens before the advancer's
+  // acquire load that sees the slot inactive, and so before any free.
+  slot->state.store(0, std::memory_order_release);
+}
+
+}  // namespace epoch_internal
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_EPOCH_INTERNAL_EPOCH_SLOT_H_

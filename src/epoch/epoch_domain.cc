@@ -1,0 +1,703 @@
+// Copyright 2026 The cairn Authors.
+//
+// The cold half of EpochDomain: registration, retirement, the advancer,
+// stall reports, shutdown. The argument for the memory orders used here is in
+// docs/concurrency.md ("EpochDomain").
+
+#include "cairn/epoch/epoch_domain.h"
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cinttypes>
+#include <cstdio>
+#include <deque>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "cairn/base/check.h"
+#include "cairn/base/mutex.h"
+#include "cairn/base/thread_annotations.h"
+
+CAIRN_NAMESPACE_BEGIN
+namespace epoch_internal {
+namespace {
+
+std::int64_t SteadyNanos() { return Clock::Steady()->NowNanos(); }
+
+bool RegisterMembarrier() {
+  const long mask = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (mask < 0 || (mask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+  return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+                 0) == 0;
+}
+
+// Waits between polls of a blocking call: spin briefly, then sleep up to
+// 200 us, so a stalled reader costs the waiter little CPU.
+class Backoff {
+ public:
+  void Pause() {
+    if (round_ < 8) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(
+          std::min<int>(200, 10 << std::min(round_ - 8, 5))));
+    }
+    ++round_;
+  }
+
+ private:
+  int round_ = 0;
+};
+
+struct Retired {
+  void* ptr;
+  EpochDomain::Deleter deleter;
+  std::size_t bytes;
+  std::uint64_t epoch;  // global epoch read after the caller's unlink
+  std::uint64_t seq;    // retirement order; the list is sorted by it
+};
+
+struct InFlight {
+  std::uint64_t lowest_seq;
+  std::size_t count;
+  std::size_t bytes;
+};
+
+std::string FormatStall(const StallReport& r) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "cairn epoch '%s': participant %" PRIu64
+                " (%s) has pinned epoch %" PRIu64 " (global %" PRIu64
+                ") for at least %.3f s; %" PRIu64 " retired nodes (%" PRIu64
+                " bytes) wait on it [stall report %u]",
+                r.domain.c_str(), r.participant_id, r.participant_name.c_str(),
+                r.pinned_epoch, r.global_epoch,
+                static_cast<double>(r.age.count()) / 1e9, r.retired_count,
+                r.retired_bytes, r.report_index + 1);
+  return line;
+}
+
+}  // namespace
+
+class DomainCore {
+ public:
+  explicit DomainCore(EpochOptions options)
+      : options_(std::move(options)), clock_(options_.clock) {
+    CAIRN_CHECK_MSG(clock_ != nullptr, "EpochOptions::clock is null");
+    CAIRN_CHECK_MSG(options_.reclaim_every > 0,
+                    "EpochOptions::reclaim_every must be > 0");
+    if (options_.read_side_mode == ReadSideMode::kAsymmetric &&
+        RegisterMembarrier()) {
+      read_side.mode = ReadSideMode::kAsymmetric;
+    }
+    const std::int64_t now = clock_->NowNanos();
+    ring_.fill(EpochStart{0, now});
+    ring_[1 % kRingSize] = EpochStart{1, now};
+    last_advance_nanos_.store(now, std::memory_order_relaxed);
+  }
+
+  // Runs when the domain and every participant are gone, so no guard can be
+  // active: whatever is still retired is freed here.
+  ~DomainCore() {
+    for (Retired& r : retired_) r.deleter(r.ptr);
+    Slot* slot = slots_head_.load(std::memory_order_acquire);
+    while (slot != nullptr) delete std::exchange(slot, slot->next);
+  }
+
+  ReadSide read_side;
+
+  const EpochOptions& options() const { return options_; }
+
+  // --- registration -----------------------------------------------------
+
+  Result<Slot*> Register(std::string_view name, std::uint64_t* id) {
+    if (shut_down_.load(std::memory_order_acquire)) {
+      return FailedPreconditionError("epoch domain '" + options_.name +
+                                     "' is shut down");
+    }
+    MutexLock lock(&registry_mu_);
+    Slot* slot = slots_head_.load(std::memory_order_relaxed);
+    while (slot != nullptr && slot->in_use.load(std::memory_order_relaxed)) {
+      slot = slot->next;
+    }
+    if (slot == nullptr) {
+      slot = new Slot;
+      slot->next = slots_head_.load(std::memory_order_relaxed);
+      slots_head_.store(slot, std::memory_order_release);
+    }
+    *id = next_participant_id_++;
+    slot->participant_id = *id;
+    slot->name = name.empty() ? "participant-" + std::to_string(*id)
+                              : std::string(name);
+    slot->nesting = 0;
+    slot->in_use.store(true, std::memory_order_release);
+    registered_.fetch_add(1, std::memory_order_relaxed);
+    return slot;
+  }
+
+  void Deregister(Slot* slot) {
+    MutexLock lock(&registry_mu_);
+    slot->name.clear();
+    slot->in_use.store(false, std::memory_order_release);
+    registered_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  std::uint64_t registered() const {
+    return registered_.load(std::memory_order_relaxed);
+  }
+
+  // --- retirement -------------------------------------------------------
+
+  Status CheckCanRetire(std::size_t bytes) const {
+    if (bytes > options_.retired_bytes_cap) {
+      return InvalidArgumentError(
+          "retire of " + std::to_string(bytes) + " bytes exceeds the cap of " +
+          std::to_string(options_.retired_bytes_cap) + " bytes of domain '" +
+          options_.name + "'");
+    }
+    if (shut_down_.load(std::memory_order_acquire)) {
+      return FailedPreconditionError("epoch domain '" + options_.name +
+                                     "' is shut down");
+    }
+    return Status::Ok();
+  }
+
+  Status Charge(std::size_t bytes) {
+    CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
+    if (TryCharge(bytes)) return Status::Ok();
+    if (CallerInGuard()) {
+      return FailedPreconditionError(
+          "retire in domain '" + options_.name +
+          "' needs back-pressure but the caller holds a guard of it");
+    }
+    const std::int64_t deadline =
+        SteadyNanos() + options_.reclaim_deadline.count();
+    Backoff backoff;
+    while (true) {
+      TryReclaim();
+      if (TryCharge(bytes)) return Status::Ok();
+      if (SteadyNanos() >= deadline) break;
+      backoff.Pause();
+    }
+    busy_count_.fetch_add(1, std::memory_order_relaxed);
+    return ResourceExhaustedError(
+        "epoch domain '" + options_.name + "' is busy: " +
+        std::to_string(retired_bytes_.load(std::memory_order_relaxed)) +
+        " of " + std::to_string(options_.retired_bytes_cap) +
+        " retired bytes still wait for a grace period after " +
+        std::to_string(options_.reclaim_deadline.count() / 1000) + " us");
+  }
+
+  void Uncharge(std::size_t bytes) {
+    retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
+  }
+
+  void Append(void* ptr, std::size_t bytes, EpochDomain::Deleter deleter) {
+    bool reclaim = false;
+    {
+      MutexLock lock(&retire_mu_);
+      // seq_cst: this load is ordered after the caller's unlink.
+      const std::uint64_t epoch =
+          read_side.global_epoch.load(std::memory_order_seq_cst);
+      retired_.push_back(Retired{ptr, deleter, bytes, epoch, next_seq_++});
+      retired_count_.fetch_add(1, std::memory_order_relaxed);
+      if (++retires_since_reclaim_ >= options_.reclaim_every) {
+        retires_since_reclaim_ = 0;
+        reclaim = true;
+      }
+    }
+    if (reclaim) TryReclaim();
+  }
+
+  // --- reclamation ------------------------------------------------------
+
+  std::size_t TryReclaim() {
+    std::vector<StallReport> reports;
+    if (advance_mu_.TryLock()) {
+      for (int i = 0; i < 2 && TryAdvance(&reports); ++i) {
+      }
+      advance_mu_.Unlock();
+    }
+    const std::size_t freed = FreeExpired();
+    Emit(reports);
+    return freed;
+  }
+
+  Status Barrier(std::chrono::nanoseconds timeout) {
+    if (CallerInGuard()) {
+      return FailedPreconditionError("Barrier() inside a guard of domain '" +
+                                     options_.name + "' would wait for itself");
+    }
+    std::uint64_t target;
+    {
+      MutexLock lock(&retire_mu_);
+      target = next_seq_;
+    }
+    const bool bounded = timeout != std::chrono::nanoseconds::max();
+    const std::int64_t deadline = bounded ? SteadyNanos() + timeout.count() : 0;
+    Backoff backoff;
+    while (true) {
+      TryReclaim();
+      if (FreedBelow(target)) return Status::Ok();
+      if (bounded && SteadyNanos() >= deadline) {
+        return DeadlineExceededError(
+            "Barrier() on domain '" + options_.name +
+            "' timed out: a guard still pins nodes retired before the call");
+      }
+      backoff.Pause();
+    }
+  }
+
+  Status Shutdown(std::chrono::nanoseconds deadline) {
+    if (CallerInGuard()) {
+      return FailedPreconditionError("Shutdown() inside a guard of domain '" +
+                                     options_.name + "'");
+    }
+    shut_down_.store(true, std::memory_order_release);
+    const std::int64_t end = SteadyNanos() + deadline.count();
+    // Normal grace periods free everything; repeat in case a reservation
+    // taken before the shutdown was committed meanwhile.
+    while (true) {
+      const std::int64_t left = end - SteadyNanos();
+      Status barrier =
+          Barrier(std::chrono::nanoseconds(std::max<std::int64_t>(left, 0)));
+      if (!barrier.ok()) {
+        return DeadlineExceededError(
+            "Shutdown() of domain '" + options_.name + "': " +
+            std::to_string(ActiveGuards()) + " guards still active, " +
+            std::to_string(retired_count_.load(std::memory_order_relaxed)) +
+            " retired nodes kept");
+      }
+      MutexLock lock(&retire_mu_);
+      if (retired_.empty() && in_flight_.empty()) return Status::Ok();
+    }
+  }
+
+  // --- diagnostics ------------------------------------------------------
+
+  EpochDiagnostics Diagnostics() {
+    EpochDiagnostics d;
+    const std::int64_t now = clock_->NowNanos();
+    d.global_epoch = read_side.global_epoch.load(std::memory_order_acquire);
+    d.registered_participants = registered();
+    Slot* oldest = nullptr;
+    std::uint64_t oldest_epoch = 0;
+    for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next) {
+      ++d.participant_slots;
+      const std::uint64_t state = s->state.load(std::memory_order_acquire);
+      if ((state & kActiveBit) == 0) continue;
+      ++d.active_guards;
+      if (oldest == nullptr || PinnedEpoch(state) < oldest_epoch) {
+        oldest = s;
+        oldest_epoch = PinnedEpoch(state);
+      }
+    }
+    if (oldest != nullptr) {
+      {
+        MutexLock lock(&advance_mu_);
+        if (oldest_epoch < d.global_epoch) {
+          d.oldest_guard_age =
+              std::chrono::nanoseconds(now - EpochStartNanos(oldest_epoch + 1));
+        }
+      }
+      MutexLock lock(&registry_mu_);
+      d.oldest_guard_participant = oldest->participant_id;
+      d.oldest_guard_participant_name = oldest->name;
+    }
+    d.retired_count = retired_count_.load(std::memory_order_relaxed);
+    d.retired_bytes = retired_bytes_.load(std::memory_order_relaxed);
+    d.peak_retired_bytes = peak_retired_bytes_.load(std::memory_order_relaxed);
+    d.grace_periods = grace_periods_.load(std::memory_order_relaxed);
+    d.since_last_advance = std::chrono::nanoseconds(
+        now - last_advance_nanos_.load(std::memory_order_relaxed));
+    d.busy_count = busy_count_.load(std::memory_order_relaxed);
+    d.stall_reports = stall_reports_.load(std::memory_order_relaxed);
+    return d;
+  }
+
+  void ResetAfterFork() CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    // Another thread may have held any of these at fork(); it is gone now.
+    new (&registry_mu_) Mutex;
+    new (&retire_mu_) Mutex;
+    new (&advance_mu_) Mutex;
+    const std::uintptr_t me = ThisThreadTag();
+    for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next) {
+      if (s->owner_thread.load(std::memory_order_relaxed) != me) {
+        s->state.store(0, std::memory_order_release);
+        s->nesting = 0;
+      }
+    }
+    // Drop (leak) every pending node: its deleter may touch state that only
+    // the parent owns.
+    std::size_t bytes = 0;
+    std::size_t count = retired_.size();
+    for (const Retired& r : retired_) bytes += r.bytes;
+    for (const InFlight& f : in_flight_) {
+      bytes += f.bytes;
+      count += f.count;
+    }
+    new std::deque<Retired>(std::move(retired_));  // intentionally leaked
+    retired_.clear();
+    in_flight_.clear();
+    retired_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    retired_count_.fetch_sub(count, std::memory_order_relaxed);
+  }
+
+  std::uint64_t ActiveGuards() const {
+    std::uint64_t active = 0;
+    for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next) {
+      if (s->state.load(std::memory_order_acquire) & kActiveBit) ++active;
+    }
+    return active;
+  }
+
+  std::uint64_t PendingCount() const {
+    return retired_count_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr std::size_t kRingSize = 64;
+  struct EpochStart {
+    std::uint64_t epoch;
+    std::int64_t nanos;
+  };
+
+  bool TryCharge(std::size_t bytes) {
+    std::size_t current = retired_bytes_.load(std::memory_order_relaxed);
+    do {
+      if (current + bytes > options_.retired_bytes_cap) return false;
+    } while (!retired_bytes_.compare_exchange_weak(
+        current, current + bytes, std::memory_order_acq_rel,
+        std::memory_order_relaxed));
+    const std::size_t now = current + bytes;
+    std::size_t peak = peak_retired_bytes_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_retired_bytes_.compare_exchange_weak(
+                             peak, now, std::memory_order_relaxed)) {
+    }
+    return true;
+  }
+
+  // True if this thread holds a guard of this domain through any participant.
+  // The owner tag is stored before the state on enter, so reading the state
+  // first (acquire) and the tag second never pairs a new state with an old
+  // owner.
+  bool CallerInGuard() const {
+    const std::uintptr_t me = ThisThreadTag();
+    for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next) {
+      if ((s->state.load(std::memory_order_acquire) & kActiveBit) != 0 &&
+          s->owner_thread.load(std::memory_order_relaxed) == me) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // One attempt to move the global epoch from G to G+1: allowed once every
+  // active guard has published G. Collects stall reports when blocked.
+  bool TryAdvance(std::vector<StallReport>* reports)
+      CAIRN_REQUIRES(advance_mu_) {
+    std::uint64_t global = read_side.global_epoch.load(std::memory_order_seq_cst);
+    if (read_side.mode == ReadSideMode::kAsymmetric) {
+      // Forces a full barrier on every running thread of the process, which
+      // orders each reader's plain store before our loads below.
+      syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    }
+    bool blocked = false;
+    for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next) {
+      const std::uint64_t state = s->state.load(std::memory_order_seq_cst);
+      if ((state & kActiveBit) != 0 && PinnedEpoch(state) != global) {
+        blocked = true;
+        break;
+      }
+    }
+    if (blocked) {
+      CollectStalls(global, reports);
+      return false;
+    }
+    // Only the holder of advance_mu_ writes the global epoch.
+    read_side.global_epoch.store(global + 1, std::memory_order_seq_cst);
+    const std::int64_t now = clock_->NowNanos();
+    ring_[(global + 1) % kRingSize] = EpochStart{global + 1, now};
+    grace_periods_.fetch_add(1, std::memory_order_relaxed);
+    last_advance_nanos_.store(now, std::memory_order_relaxed);
+    return true;
+  }
+
+  // When epoch `epoch` began; if it fell off the ring, the oldest start we
+  // still know, which is later and so keeps ages lower bounds.
+  std::int64_t EpochStartNanos(std::uint64_t epoch) const
+      CAIRN_REQUIRES(advance_mu_) {
+    const EpochStart& entry = ring_[epoch % kRingSize];
+    if (entry.epoch == epoch) return entry.nanos;
+    std::int64_t oldest = ring_[0].nanos;
+    std::uint64_t oldest_epoch = ring_[0].epoch;
+    for (const EpochStart& e : ring_) {
+      if (e.epoch < oldest_epoch && e.epoch != 0) {
+        oldest_epoch = e.epoch;
+        oldest = e.nanos;
+      }
+    }
+    return oldest;
+  }
+
+  void CollectStalls(std::uint64_t global, std::vector<StallReport>* reports)
+      CAIRN_REQUIRES(advance_mu_) {
+    if (options_.stall_threshold.count() <= 0) return;
+    const std::int64_t now = clock_->NowNanos();
+    for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next) {
+      const std::uint64_t state = s->state.load(std::memory_order_acquire);
+      if ((state & kActiveBit) == 0 || PinnedEpoch(state) >= global) continue;
+      const std::uint64_t pinned = PinnedEpoch(state);
+      if (s->stall_epoch != pinned) {  // a different stalled guard
+        s->stall_epoch = pinned;
+        s->stall_reports = 0;
+      }
+      const std::int64_t age = now - EpochStartNanos(pinned + 1);
+      // Back-off: report at 1x, 3x, 9x, ... the threshold.
+      double due = static_cast<double>(options_.stall_threshold.count());
+      for (std::uint32_t i = 0; i < s->stall_reports; ++i) due *= 3;
+      if (static_cast<double>(age) < due) continue;
+      StallReport report;
+      report.domain = options_.name;
+      report.pinned_epoch = pinned;
+      report.global_epoch = global;
+      report.age = std::chrono::nanoseconds(age);
+      report.retired_count = retired_count_.load(std::memory_order_relaxed);
+      report.retired_bytes = retired_bytes_.load(std::memory_order_relaxed);
+      report.report_index = s->stall_reports++;
+      {
+        MutexLock lock(&registry_mu_);
+        report.participant_id = s->participant_id;
+        report.participant_name = s->name;
+      }
+      stall_reports_.fetch_add(1, std::memory_order_relaxed);
+      reports->push_back(std::move(report));
+    }
+  }
+
+  // Runs the deleters of every node whose grace period has passed, outside
+  // any lock (L3).
+  std::size_t FreeExpired() {
+    std::vector<Retired> batch;
+    {
+      MutexLock lock(&retire_mu_);
+      const std::uint64_t global =
+          read_side.global_epoch.load(std::memory_order_acquire);
+      while (!retired_.empty() && retired_.front().epoch + 2 <= global) {
+        batch.push_back(retired_.front());
+        retired_.pop_front();
+      }
+      if (batch.empty()) return 0;
+      in_flight_.push_back(InFlight{batch.front().seq, batch.size(), 0});
+    }
+    std::size_t bytes = 0;
+    for (const Retired& r : batch) {
+      r.deleter(r.ptr);
+      bytes += r.bytes;
+    }
+    {
+      MutexLock lock(&retire_mu_);
+      auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
+                             [&](const InFlight& f) {
+                               return f.lowest_seq == batch.front().seq;
+                             });
+      if (it != in_flight_.end()) in_flight_.erase(it);
+      retired_count_.fetch_sub(batch.size(), std::memory_order_relaxed);
+      retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
+    }
+    return batch.size();
+  }
+
+  bool FreedBelow(std::uint64_t seq) {
+    MutexLock lock(&retire_mu_);
+    if (!retired_.empty() && retired_.front().seq < seq) return false;
+    for (const InFlight& f : in_flight_) {
+      if (f.lowest_seq < seq) return false;
+    }
+    return true;
+  }
+
+  void Emit(const std::vector<StallReport>& reports) const {
+    for (const StallReport& r : reports) {
+      if (options_.stall_hook) {
+        options_.stall_hook(r);
+      } else {
+        std::fprintf(stderr, "%s\n", FormatStall(r).c_str());
+      }
+    }
+  }
+
+  const EpochOptions options_;
+  const Clock* const clock_;
+
+  // Lock order: advance_mu_ -> retire_mu_ -> registry_mu_. All are leaves
+  // with respect to host code: no deleter or hook runs under any of them.
+  Mutex advance_mu_ CAIRN_ACQUIRED_BEFORE(retire_mu_, registry_mu_);
+  Mutex retire_mu_ CAIRN_ACQUIRED_BEFORE(registry_mu_);
+  Mutex registry_mu_;
+
+  std::atomic<Slot*> slots_head_{nullptr};
+  std::atomic<std::uint64_t> registered_{0};
+  std::uint64_t next_participant_id_ CAIRN_GUARDED_BY(registry_mu_) = 1;
+
+  std::deque<Retired> retired_ CAIRN_GUARDED_BY(retire_mu_);
+  std::vector<InFlight> in_flight_ CAIRN_GUARDED_BY(retire_mu_);
+  std::uint64_t next_seq_ CAIRN_GUARDED_BY(retire_mu_) = 0;
+  std::uint32_t retires_since_reclaim_ CAIRN_GUARDED_BY(retire_mu_) = 0;
+
+  std::array<EpochStart, kRingSize> ring_ CAIRN_GUARDED_BY(advance_mu_);
+
+  // Counters read by Diagnostics() without locks.
+  std::atomic<std::size_t> retired_bytes_{0};  // pending + reserved
+  std::atomic<std::size_t> retired_count_{0};
+  std::atomic<std::size_t> peak_retired_bytes_{0};
+  std::atomic<std::uint64_t> grace_periods_{0};
+  std::atomic<std::int64_t> last_advance_nanos_{0};
+  std::atomic<std::uint64_t> busy_count_{0};
+  std::atomic<std::uint64_t> stall_reports_{0};
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace epoch_internal
+
+// --- Participant ------------------------------------------------------------
+
+Participant::Participant(std::shared_ptr<epoch_internal::DomainCore> core,
+                         epoch_internal::Slot* slot, std::uint64_t id) noexcept
+    : core_(std::move(core)),
+      read_side_(&core_->read_side),
+      slot_(slot),
+      id_(id) {}
+
+Participant::Participant(Participant&& other) noexcept
+    : core_(std::move(other.core_)),
+      read_side_(other.read_side_),
+      slot_(std::exchange(other.slot_, nullptr)),
+      id_(other.id_) {}
+
+Participant& Participant::operator=(Participant&& other) noexcept {
+  if (this != &other) {
+    Release();
+    core_ = std::move(other.core_);
+    read_side_ = other.read_side_;
+    slot_ = std::exchange(other.slot_, nullptr);
+    id_ = other.id_;
+  }
+  return *this;
+}
+
+Participant::~Participant() { Release(); }
+
+void Participant::Release() noexcept {
+  if (core_ == nullptr) return;
+  CAIRN_CHECK_MSG(slot_->nesting == 0,
+                  "Participant destroyed while one of its guards is active");
+  core_->Deregister(slot_);
+  core_.reset();
+  slot_ = nullptr;
+}
+
+RetireReservation::~RetireReservation() {
+  if (core_ != nullptr && bytes_ > 0) core_->Uncharge(bytes_);
+}
+
+// --- EpochDomain ------------------------------------------------------------
+
+EpochDomain::EpochDomain(EpochOptions options)
+    : core_(std::make_shared<epoch_internal::DomainCore>(std::move(options))) {}
+
+EpochDomain::~EpochDomain() {
+  const EpochOptions& options = core_->options();
+  auto report = [&](const std::string& message) {
+    if (options.error_hook) {
+      options.error_hook(message);
+    } else {
+      std::fprintf(stderr, "%s\n", message.c_str());
+    }
+  };
+  const Status shutdown = core_->Shutdown(
+      std::max<std::chrono::nanoseconds>(options.reclaim_deadline,
+                                         std::chrono::milliseconds(100)));
+  const std::uint64_t registered = core_->registered();
+  if (registered != 0) {
+    report("cairn epoch '" + options.name + "': destroyed with " +
+           std::to_string(registered) +
+           " registered participants (E10); their slots stay valid until "
+           "they are destroyed");
+  }
+  if (!shutdown.ok()) {
+    report("cairn epoch '" + options.name +
+           "': destroyed before its retirements could be freed: " +
+           shutdown.ToString() + "; they are freed when the last participant "
+           "is destroyed");
+  }
+}
+
+Result<Participant> EpochDomain::RegisterParticipant(std::string_view name) {
+  std::uint64_t id = 0;
+  Result<epoch_internal::Slot*> slot = core_->Register(name, &id);
+  if (!slot.ok()) return std::move(slot).status();
+  return Participant(core_, *slot, id);
+}
+
+Status EpochDomain::Retire(void* ptr, std::size_t bytes, Deleter deleter) {
+  if (ptr == nullptr || deleter == nullptr) {
+    return InvalidArgumentError("Retire() needs a pointer and a deleter");
+  }
+  CAIRN_RETURN_IF_ERROR(core_->Charge(bytes));
+  core_->Append(ptr, bytes, deleter);
+  return Status::Ok();
+}
+
+Result<RetireReservation> EpochDomain::Reserve(std::size_t bytes) {
+  Status charged = core_->Charge(bytes);
+  if (!charged.ok()) return charged;
+  return RetireReservation(core_, bytes);
+}
+
+void EpochDomain::RetireReserved(RetireReservation reservation, void* ptr,
+                                 Deleter deleter) noexcept {
+  CAIRN_CHECK_MSG(reservation.core_ == core_,
+                  "RetireReservation used with another domain");
+  CAIRN_CHECK_MSG(ptr != nullptr && deleter != nullptr,
+                  "RetireReserved() needs a pointer and a deleter");
+  // The reservation's bytes become the node's; the node releases them.
+  core_->Append(ptr, std::exchange(reservation.bytes_, 0), deleter);
+}
+
+std::size_t EpochDomain::TryReclaim() { return core_->TryReclaim(); }
+
+Status EpochDomain::Barrier(std::chrono::nanoseconds timeout) {
+  return core_->Barrier(timeout);
+}
+
+Status EpochDomain::Shutdown(std::chrono::nanoseconds deadline) {
+  return core_->Shutdown(deadline);
+}
+
+EpochDiagnostics EpochDomain::Diagnostics() const {
+  return core_->Diagnostics();
+}
+
+void EpochDomain::ResetAfterFork() noexcept { core_->ResetAfterFork(); }
+
+const std::string& EpochDomain::name() const noexcept {
+  return core_->options().name;
+}
+
+ReadSideMode EpochDomain::read_side_mode() const noexcept {
+  return core_->read_side.mode;
+}
+
+CAIRN_NAMESPACE_END

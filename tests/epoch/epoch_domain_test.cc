@@ -1,0 +1,568 @@
+// Copyright 2026 The cairn Authors.
+//
+// One test per rule E1-E10 of semantics.md, each run in both read-side modes.
+
+#include "cairn/epoch/epoch_domain.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/base/clock.h"
+#include "testing/stress.h"
+
+namespace cairn {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+
+// A retired node that counts how often it was deleted.
+struct Counted {
+  std::atomic<int>* deletions;
+};
+
+void DeleteCounted(void* p) {
+  auto* node = static_cast<Counted*>(p);
+  node->deletions->fetch_add(1, std::memory_order_relaxed);
+  delete node;
+}
+
+Status RetireCounted(EpochDomain& domain, std::atomic<int>* deletions,
+                     std::size_t bytes = 64) {
+  auto* node = new Counted{deletions};
+  Status s = domain.Retire(node, bytes, &DeleteCounted);
+  if (!s.ok()) delete node;  // on error the caller still owns it
+  return s;
+}
+
+Participant Register(EpochDomain& domain, std::string_view name = {}) {
+  Result<Participant> p = domain.RegisterParticipant(name);
+  CAIRN_CHECK(p.ok());
+  return std::move(p).value();
+}
+
+class EpochDomainTest : public ::testing::TestWithParam<ReadSideMode> {
+ protected:
+  EpochOptions Options() {
+    EpochOptions options;
+    options.name = "test";
+    options.read_side_mode = GetParam();
+    options.reclaim_every = 1'000'000;  // reclaim only when the test says
+    options.stall_threshold = nanoseconds(0);
+    return options;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Modes, EpochDomainTest,
+                         ::testing::Values(ReadSideMode::kSeqCst,
+                                           ReadSideMode::kAsymmetric),
+                         [](const ::testing::TestParamInfo<ReadSideMode>& param_info) {
+                           return param_info.param == ReadSideMode::kSeqCst
+                                      ? "SeqCst"
+                                      : "Asymmetric";
+                         });
+
+TEST_P(EpochDomainTest, E1_RetiredNodeFreedOnlyAfterActiveGuardsLeave) {
+  EpochDomain domain(Options());
+  Participant reader = Register(domain, "reader");
+  std::atomic<int> deletions{0};
+  {
+    Guard guard = reader.Enter();
+    ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    for (int i = 0; i < 10; ++i) domain.TryReclaim();
+    EXPECT_EQ(deletions.load(), 0) << "freed under an active guard";
+  }
+  domain.TryReclaim();
+  domain.TryReclaim();
+  EXPECT_EQ(deletions.load(), 1);
+}
+
+TEST_P(EpochDomainTest, E1_GuardEnteredAfterRetireDoesNotDelayIt) {
+  EpochDomain domain(Options());
+  Participant reader = Register(domain);
+  std::atomic<int> deletions{0};
+  ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  domain.TryReclaim();  // the guard below pins a later epoch
+  Guard guard = reader.Enter();
+  for (int i = 0; i < 3; ++i) domain.TryReclaim();
+  EXPECT_EQ(deletions.load(), 1);
+}
+
+TEST_P(EpochDomainTest, E2_FreedWithinTwoReclaimAttemptsWithoutGuards) {
+  EpochDomain domain(Options());
+  Participant idle = Register(domain);
+  std::atomic<int> deletions{0};
+  ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  std::size_t freed = domain.TryReclaim();
+  if (freed == 0) freed = domain.TryReclaim();
+  EXPECT_EQ(freed, 1u);
+  EXPECT_EQ(deletions.load(), 1);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+}
+
+TEST_P(EpochDomainTest, E3_BarrierFreesEverythingRetiredBeforeIt) {
+  EpochDomain domain(Options());
+  Participant reader = Register(domain);
+  std::atomic<int> deletions{0};
+  std::atomic<bool> entered{false};
+  std::thread holder([&] {
+    Guard guard = reader.Enter();
+    entered.store(true);
+    std::this_thread::sleep_for(milliseconds(30));
+  });
+  while (!entered.load()) std::this_thread::yield();
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 100);
+  holder.join();
+  EXPECT_EQ(domain.Diagnostics().retired_count, 0u);
+}
+
+TEST_P(EpochDomainTest, E3_BarrierTimesOutWhileAGuardPinsANode) {
+  EpochDomain domain(Options());
+  Participant reader = Register(domain);
+  std::atomic<int> deletions{0};
+  std::atomic<bool> entered{false}, release{false};
+  std::thread holder([&] {
+    Guard guard = reader.Enter();
+    entered.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!entered.load()) std::this_thread::yield();
+  ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  Status s = domain.Barrier(milliseconds(5));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(deletions.load(), 0);
+  release.store(true);
+  holder.join();
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1);
+}
+
+TEST_P(EpochDomainTest, E4_RetireAtCapFailsBusyAfterDeadline) {
+  EpochOptions options = Options();
+  options.retired_bytes_cap = 1000;
+  options.reclaim_deadline = milliseconds(5);
+  EpochDomain domain(options);
+  Participant reader = Register(domain);
+  std::atomic<int> deletions{0};
+  std::atomic<bool> entered{false}, release{false};
+  std::thread stalled([&] {
+    Guard guard = reader.Enter();
+    entered.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!entered.load()) std::this_thread::yield();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions, 100).ok());
+  const auto start = std::chrono::steady_clock::now();
+  Status busy = RetireCounted(domain, &deletions, 100);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(busy.code(), StatusCode::kResourceExhausted) << busy.ToString();
+  EXPECT_GE(waited, milliseconds(5)) << "gave up before the deadline";
+  EpochDiagnostics d = domain.Diagnostics();
+  EXPECT_EQ(d.busy_count, 1u);
+  EXPECT_EQ(d.retired_bytes, 1000u);
+  EXPECT_LE(d.peak_retired_bytes, 1000u);
+  release.store(true);
+  stalled.join();
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 10);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+  EXPECT_TRUE(RetireCounted(domain, &deletions, 100).ok());
+}
+
+TEST_P(EpochDomainTest, E4_BlockingCallsInsideOwnGuardAreErrors) {
+  EpochOptions options = Options();
+  options.retired_bytes_cap = 100;
+  EpochDomain domain(options);
+  Participant p = Register(domain);
+  std::atomic<int> deletions{0};
+  Guard guard = p.Enter();
+  ASSERT_TRUE(RetireCounted(domain, &deletions, 100).ok())
+      << "a retire that fits is fine inside a guard";
+  EXPECT_EQ(RetireCounted(domain, &deletions, 1).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(domain.Barrier().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(domain.Shutdown(milliseconds(1)).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(domain.Diagnostics().busy_count, 0u);
+}
+
+TEST_P(EpochDomainTest, E4_BadRetireArgumentsAreRejected) {
+  EpochOptions options = Options();
+  options.retired_bytes_cap = 100;
+  EpochDomain domain(options);
+  std::atomic<int> deletions{0};
+  EXPECT_EQ(RetireCounted(domain, &deletions, 101).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(domain.Retire(nullptr, 1, &DeleteCounted).code(),
+            StatusCode::kInvalidArgument);
+  int x = 0;
+  EXPECT_EQ(domain.Retire(&x, 1, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+}
+
+TEST_P(EpochDomainTest, E4_ReservationHoldsBudgetUntilUsedOrDropped) {
+  EpochOptions options = Options();
+  options.retired_bytes_cap = 100;
+  options.reclaim_deadline = milliseconds(1);
+  EpochDomain domain(options);
+  std::atomic<int> deletions{0};
+  {
+    Result<RetireReservation> r = domain.Reserve(80);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(domain.Diagnostics().retired_bytes, 80u);
+    EXPECT_EQ(RetireCounted(domain, &deletions, 30).code(),
+              StatusCode::kResourceExhausted);
+  }
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+  Result<RetireReservation> r = domain.Reserve(80);
+  ASSERT_TRUE(r.ok());
+  domain.RetireReserved(std::move(r).value(), new Counted{&deletions},
+                        &DeleteCounted);
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+}
+
+TEST_P(EpochDomainTest, E5_StallReportNamesTheReaderWithBackoff) {
+  ManualClock clock;
+  std::vector<StallReport> reports;
+  EpochOptions options = Options();
+  options.clock = &clock;
+  options.stall_threshold = seconds(1);
+  options.stall_hook = [&](const StallReport& r) { reports.push_back(r); };
+  EpochDomain domain(options);
+  Participant stuck = Register(domain, "stuck-reader");
+  std::atomic<int> deletions{0};
+  Guard guard = stuck.Enter();
+  ASSERT_TRUE(RetireCounted(domain, &deletions, 4096).ok());
+  domain.TryReclaim();  // advances once, then blocked by the guard
+  EXPECT_TRUE(reports.empty());
+
+  clock.Advance(milliseconds(1500));
+  domain.TryReclaim();
+  ASSERT_EQ(reports.size(), 1u);
+  const StallReport& first = reports[0];
+  EXPECT_EQ(first.domain, "test");
+  EXPECT_EQ(first.participant_name, "stuck-reader");
+  EXPECT_EQ(first.participant_id, stuck.id());
+  EXPECT_LT(first.pinned_epoch, first.global_epoch);
+  EXPECT_GE(first.age, milliseconds(1500));
+  EXPECT_EQ(first.retired_count, 1u);
+  EXPECT_EQ(first.retired_bytes, 4096u);
+  EXPECT_EQ(first.report_index, 0u);
+
+  clock.Advance(seconds(1));  // 2.5 s: below 3x
+  domain.TryReclaim();
+  EXPECT_EQ(reports.size(), 1u);
+  clock.Advance(seconds(1));  // 3.5 s
+  domain.TryReclaim();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1].report_index, 1u);
+  clock.Advance(seconds(6));  // 9.5 s
+  domain.TryReclaim();
+  domain.TryReclaim();
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports[2].report_index, 2u);
+
+  EpochDiagnostics d = domain.Diagnostics();
+  EXPECT_EQ(d.stall_reports, 3u);
+  EXPECT_EQ(d.active_guards, 1u);
+  EXPECT_EQ(d.oldest_guard_participant, stuck.id());
+  EXPECT_EQ(d.oldest_guard_participant_name, "stuck-reader");
+  EXPECT_GE(d.oldest_guard_age, milliseconds(9500));
+  EXPECT_EQ(deletions.load(), 0);
+}
+
+TEST_P(EpochDomainTest, E5_DefaultStallReportGoesToStderr) {
+  ManualClock clock;
+  EpochOptions options = Options();
+  options.clock = &clock;
+  options.stall_threshold = seconds(1);
+  EpochDomain domain(options);
+  Participant stuck = Register(domain, "stderr-reader");
+  std::atomic<int> deletions{0};
+  Guard guard = stuck.Enter();
+  ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  domain.TryReclaim();
+  clock.Advance(seconds(2));
+  ::testing::internal::CaptureStderr();
+  domain.TryReclaim();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("stderr-reader"), std::string::npos) << err;
+  EXPECT_NE(err.find("retired nodes"), std::string::npos) << err;
+}
+
+TEST_P(EpochDomainTest, E6_StalledGuardInOneDomainDoesNotDelayAnother) {
+  EpochOptions route_options = Options();
+  route_options.name = "route";
+  EpochOptions registry_options = Options();
+  registry_options.name = "registry";
+  EpochDomain route(route_options), registry(registry_options);
+  Participant route_reader = Register(route);
+  Participant registry_writer = Register(registry);
+  std::atomic<int> route_deletions{0}, registry_deletions{0};
+  Guard stalled = route_reader.Enter();
+  ASSERT_TRUE(RetireCounted(route, &route_deletions).ok());
+  ASSERT_TRUE(RetireCounted(registry, &registry_deletions).ok());
+  ASSERT_TRUE(registry.Barrier().ok());
+  EXPECT_EQ(registry_deletions.load(), 1);
+  route.TryReclaim();
+  route.TryReclaim();
+  EXPECT_EQ(route_deletions.load(), 0);
+}
+
+class CountingClock final : public Clock {
+ public:
+  std::int64_t NowNanos() const noexcept override {
+    reads.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  mutable std::atomic<int> reads{0};
+};
+
+TEST_P(EpochDomainTest, E7_EnterLeaveReadNoClockAndWriteOnlyTheirSlot) {
+  CountingClock clock;
+  EpochOptions options = Options();
+  options.clock = &clock;
+  EpochDomain domain(options);
+  Participant a = Register(domain), b = Register(domain);
+  const int clock_reads = clock.reads.load();
+  const EpochDiagnostics before = domain.Diagnostics();
+  const int after_diag = clock.reads.load();
+  for (int i = 0; i < 1000; ++i) {
+    Guard g = a.Enter();
+  }
+  EXPECT_EQ(clock.reads.load(), after_diag) << "read path read the clock";
+  EXPECT_GT(after_diag, clock_reads - 1);
+  const EpochDiagnostics after = domain.Diagnostics();
+  EXPECT_EQ(after.global_epoch, before.global_epoch);
+  EXPECT_EQ(after.grace_periods, before.grace_periods);
+  EXPECT_FALSE(b.InGuard());
+  // The slot layout that keeps one reader's writes off another's line.
+  static_assert(alignof(epoch_internal::Slot) >= 64);
+  static_assert(sizeof(epoch_internal::Slot) % 64 == 0);
+  static_assert(alignof(epoch_internal::ReadSide) >= 64);
+}
+
+TEST_P(EpochDomainTest, E8_NestedGuardsBalanceAndDoNotRepublish) {
+  EpochDomain domain(Options());
+  Participant p = Register(domain);
+  std::atomic<int> deletions{0};
+  {
+    Guard outer = p.Enter();
+    domain.TryReclaim();  // the outer guard's epoch is current: one advance
+    const std::uint64_t epoch = domain.Diagnostics().global_epoch;
+    ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    {
+      Guard inner = p.Enter();
+      EXPECT_TRUE(p.InGuard());
+      // Had the inner enter republished the new epoch, these would advance.
+      domain.TryReclaim();
+      domain.TryReclaim();
+      EXPECT_EQ(domain.Diagnostics().global_epoch, epoch);
+      {
+        Guard innermost = p.Enter();
+      }
+    }
+    EXPECT_TRUE(p.InGuard()) << "inner leave ended the outer guard";
+    EXPECT_EQ(domain.Diagnostics().active_guards, 1u);
+    domain.TryReclaim();
+    EXPECT_EQ(deletions.load(), 0);
+  }
+  EXPECT_FALSE(p.InGuard());
+  EXPECT_EQ(domain.Diagnostics().active_guards, 0u);
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1);
+}
+
+TEST_P(EpochDomainTest, E8_MovedGuardLeavesOnce) {
+  EpochDomain domain(Options());
+  Participant p = Register(domain);
+  {
+    Guard a = p.Enter();
+    Guard b = std::move(a);
+    EXPECT_TRUE(p.InGuard());
+  }
+  EXPECT_FALSE(p.InGuard());
+}
+
+TEST_P(EpochDomainTest, E9_ExitingParticipantsRetirementsAreFreedAndSlotReused) {
+  EpochDomain domain(Options());
+  std::atomic<int> deletions{0};
+  for (int round = 0; round < 20; ++round) {
+    std::thread([&] {
+      Participant p = Register(domain, "short-lived");
+      Guard g = p.Enter();
+      for (int i = 0; i < 5; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    }).join();
+  }
+  EpochDiagnostics d = domain.Diagnostics();
+  EXPECT_EQ(d.registered_participants, 0u);
+  EXPECT_EQ(d.participant_slots, 1u) << "departed slots were not reused";
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 100);
+  Participant a = Register(domain), b = Register(domain);
+  EXPECT_NE(a.id(), b.id());
+  EXPECT_EQ(domain.Diagnostics().participant_slots, 2u);
+}
+
+TEST_P(EpochDomainTest, E10_ShutdownRunsEveryDeleterExactlyOnce) {
+  EpochDomain domain(Options());
+  std::vector<std::atomic<int>> deletions(500);
+  {
+    Participant p = Register(domain);
+    for (auto& d : deletions) ASSERT_TRUE(RetireCounted(domain, &d, 10).ok());
+    domain.TryReclaim();
+    domain.TryReclaim();
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions[i], 10).ok());
+    ASSERT_TRUE(domain.Shutdown(seconds(5)).ok());
+  }
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_EQ(deletions[i].load(), i < 50 ? 2 : 1) << i;
+  }
+  EpochDiagnostics d = domain.Diagnostics();
+  EXPECT_EQ(d.retired_bytes, 0u);
+  EXPECT_EQ(d.retired_count, 0u);
+  std::atomic<int> late{0};
+  EXPECT_EQ(RetireCounted(domain, &late).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(domain.RegisterParticipant().status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(domain.Shutdown(seconds(1)).ok()) << "second shutdown";
+}
+
+TEST_P(EpochDomainTest, E10_ShutdownWaitsForGuardsAndKeepsNodesOnTimeout) {
+  EpochDomain domain(Options());
+  Participant reader = Register(domain);
+  std::atomic<int> deletions{0};
+  std::atomic<bool> entered{false}, release{false};
+  std::thread holder([&] {
+    Guard guard = reader.Enter();
+    entered.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!entered.load()) std::this_thread::yield();
+  ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  EXPECT_EQ(domain.Shutdown(milliseconds(5)).code(),
+            StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(deletions.load(), 0);
+  release.store(true);
+  holder.join();
+  EXPECT_TRUE(domain.Shutdown(seconds(5)).ok());
+  EXPECT_EQ(deletions.load(), 1);
+}
+
+TEST_P(EpochDomainTest, E10_DestroyingDomainWithParticipantsIsReported) {
+  std::vector<std::string> errors;
+  EpochOptions options = Options();
+  options.error_hook = [&](std::string_view e) { errors.emplace_back(e); };
+  auto domain = std::make_unique<EpochDomain>(options);
+  std::atomic<int> deletions{0};
+  Participant survivor = Register(*domain, "survivor");
+  ASSERT_TRUE(RetireCounted(*domain, &deletions).ok());
+  domain.reset();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("1 registered participants"), std::string::npos)
+      << errors[0];
+  EXPECT_EQ(deletions.load(), 1) << "shutdown in the destructor freed it";
+  {
+    Guard still_valid = survivor.Enter();  // no UB: the core outlives
+  }
+}
+
+TEST_P(EpochDomainTest, RegistrationNamesAndIds) {
+  EpochDomain domain(Options());
+  Participant named = Register(domain, "reactor-0");
+  Participant unnamed = Register(domain);
+  EXPECT_NE(named.id(), unnamed.id());
+  EXPECT_EQ(domain.Diagnostics().registered_participants, 2u);
+  Participant moved = std::move(named);
+  EXPECT_EQ(domain.Diagnostics().registered_participants, 2u);
+  {
+    Guard g = moved.Enter();
+    EpochDiagnostics d = domain.Diagnostics();
+    EXPECT_EQ(d.oldest_guard_participant_name, "reactor-0");
+  }
+}
+
+TEST(EpochDomainModeTest, AsymmetricFallsBackOnlyWithoutMembarrier) {
+  EpochOptions options;
+  options.read_side_mode = ReadSideMode::kAsymmetric;
+  EpochDomain domain(options);
+  // This kernel has membarrier; either way the mode is one of the two.
+  EXPECT_TRUE(domain.read_side_mode() == ReadSideMode::kAsymmetric ||
+              domain.read_side_mode() == ReadSideMode::kSeqCst);
+  EpochDomain plain;
+  EXPECT_EQ(plain.read_side_mode(), ReadSideMode::kSeqCst);
+}
+
+TEST(EpochDomainForkTest, ChildResetsStateAndFreesNothing) {
+  if (testing::kUnderTsan) GTEST_SKIP() << "TSan does not follow fork children";
+  EpochOptions options;
+  options.reclaim_every = 1'000'000;
+  EpochDomain domain(options);
+  Participant mine = Register(domain);
+  Participant other = Register(domain);
+  std::atomic<int> deletions{0};
+  std::atomic<bool> entered{false}, release{false};
+  std::thread holder([&] {
+    Guard g = other.Enter();  // this thread will not exist in the child
+    entered.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!entered.load()) std::this_thread::yield();
+  ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    domain.ResetAfterFork();
+    int code = 0;
+    EpochDiagnostics d = domain.Diagnostics();
+    if (d.active_guards != 0) code |= 1;
+    if (d.retired_count != 0 || d.retired_bytes != 0) code |= 2;
+    std::atomic<int> child_deletions{0};
+    {
+      Guard g = mine.Enter();
+      if (!RetireCounted(domain, &child_deletions).ok()) code |= 4;
+    }
+    if (!domain.Barrier(seconds(5)).ok()) code |= 8;
+    if (child_deletions.load() != 1) code |= 16;
+    if (deletions.load() != 0) code |= 32;  // the parent's node: not freed
+    _exit(code);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+  release.store(true);
+  holder.join();
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1) << "the parent still frees its own node";
+}
+
+TEST(EpochDomainDeathTest, DestroyingParticipantInsideGuardAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  if (testing::kUnderTsan) GTEST_SKIP() << "death tests fork";
+  EXPECT_DEATH(
+      {
+        EpochDomain domain;
+        auto p = std::make_unique<Participant>(Register(domain));
+        Guard g = p->Enter();
+        p.reset();
+      },
+      "Participant destroyed while one of its guards is active");
+}
+
+}  // namespace
+}  // namespace cairn
