@@ -10,7 +10,9 @@
 #include "cairn/epoch/epoch_domain.h"
 
 int main() {
-  cairn::EpochDomain domain(cairn::EpochOptions{.name = "host"});
+  cairn::EpochOptions options;
+  options.name = "host";
+  cairn::EpochDomain domain(options);
   cairn::Result<cairn::Participant> participant =
       domain.RegisterParticipant("main");
   if (!participant.ok()) return 1;

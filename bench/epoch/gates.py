@@ -1,0 +1,52 @@
+"""Epoch gates: guard scaling, guard cost vs urcu-memb, W9 bounded memory."""
+
+BINARY = "cairn_epoch_benchmark"
+
+
+def run(ctx):
+    records = []
+    runs = ctx.run_bench(BINARY, "BM_EpochGuard/", repetitions=7, min_time=0.2)
+    one = ctx.median(runs, "BM_EpochGuard/cairn_seq_cst/real_time/threads:1")
+    two = ctx.median(runs, "BM_EpochGuard/cairn_seq_cst/real_time/threads:2")
+    records.append(ctx.gate(
+        "epoch.guard.scaling_2t", "guard enter+leave, seq_cst mode", 2, None,
+        "cairn 2 threads", "cairn 1 thread", two, one, "guards/s",
+        higher_is_better=True, goal_value=1.7))
+
+    have_urcu = any(r["run_name"].startswith("BM_EpochGuard/urcu_memb") for r in runs)
+    if have_urcu:
+        cairn_ns = ctx.median(runs, "BM_EpochGuard/cairn_asymmetric/real_time/threads:1",
+                              "real_time")
+        urcu_ns = ctx.median(runs, "BM_EpochGuard/urcu_memb/real_time/threads:1",
+                             "real_time")
+        seq_ns = ctx.median(runs, "BM_EpochGuard/cairn_seq_cst/real_time/threads:1",
+                            "real_time")
+        qsbr_ns = ctx.median(runs, "BM_EpochGuard/urcu_qsbr/real_time/threads:1",
+                             "real_time")
+        records.append(ctx.gate(
+            "epoch.guard.vs_urcu_memb", "guard enter+leave, 1 thread", 1, None,
+            "cairn asymmetric", "urcu-memb read lock+unlock", cairn_ns, urcu_ns, "ns",
+            higher_is_better=False, goal_value=1.2,
+            note=f"seq_cst mode {seq_ns:.2f} ns, urcu-qsbr {qsbr_ns:.2f} ns"))
+    else:
+        records.append(ctx.skipped("epoch.guard.vs_urcu_memb", "guard enter+leave",
+                                   "liburcu-dev not installed"))
+
+    seconds = "5" if ctx.full else "1.5"
+    w9 = ctx.run_bench(BINARY, "BM_EpochW9/", repetitions=1, min_time=0.01,
+                       env={"CAIRN_W9_SECONDS": seconds,
+                            "CAIRN_BENCH_TRACE_DIR": str(ctx.out_dir)})
+    name = "BM_EpochW9/stalled_reader/iterations:1/real_time"
+    peak = ctx.median(w9, name, "peak_retired_bytes")
+    cap = ctx.median(w9, name, "cap_bytes")
+    busy = ctx.median(w9, name, "busy_count")
+    stalls = ctx.median(w9, name, "stall_reports")
+    after = ctx.median(w9, name, "retired_bytes_after_release")
+    records.append(ctx.gate(
+        "epoch.stall.bounded", f"W9 stalled reader {seconds} s, 4 KiB every 20 us", 2, None,
+        "peak retired bytes", "hard cap", peak, cap, "bytes",
+        higher_is_better=False, goal_value=1.0,
+        note=(f"busy (refused) retires {busy:.0f}, stall reports {stalls:.0f}, "
+              f"retired bytes after the reader left {after:.0f}; "
+              "trace: w9_trace.json")))
+    return records
