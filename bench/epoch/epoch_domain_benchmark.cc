@@ -51,6 +51,21 @@ BENCHMARK(BM_EpochGuard<ReadSideMode::kSeqCst>)
 BENCHMARK(BM_EpochGuard<ReadSideMode::kAsymmetric>)
     ->Name("BM_EpochGuard/cairn_asymmetric")->Threads(1)->Threads(2)->UseRealTime();
 
+// The same through the implicit per-thread participant (the route's path).
+template <ReadSideMode kMode>
+void BM_EpochThreadGuard(benchmark::State& state) {
+  EpochDomain& domain = SharedDomain(kMode);
+  for (auto _ : state) {
+    Guard g = domain.EnterOnThisThread();
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EpochThreadGuard<ReadSideMode::kSeqCst>)
+    ->Name("BM_EpochThreadGuard/cairn_seq_cst")->UseRealTime();
+BENCHMARK(BM_EpochThreadGuard<ReadSideMode::kAsymmetric>)
+    ->Name("BM_EpochThreadGuard/cairn_asymmetric")->UseRealTime();
+
 template <ReadSideMode kMode>
 void BM_EpochGuardNested(benchmark::State& state) {
   Participant p = std::move(SharedDomain(kMode).RegisterParticipant()).value();

@@ -88,6 +88,8 @@ class DomainCore {
  public:
   explicit DomainCore(EpochOptions options)
       : options_(std::move(options)), clock_(options_.clock) {
+    static std::atomic<std::uint64_t> next_uid{1};
+    read_side.domain_uid = next_uid.fetch_add(1, std::memory_order_relaxed);
     CAIRN_CHECK_MSG(clock_ != nullptr, "EpochOptions::clock is null");
     CAIRN_CHECK_MSG(options_.reclaim_every > 0,
                     "EpochOptions::reclaim_every must be > 0");
@@ -115,8 +117,9 @@ class DomainCore {
 
   // --- registration -----------------------------------------------------
 
-  Result<Slot*> Register(std::string_view name, std::uint64_t* id) {
-    if (shut_down_.load(std::memory_order_acquire)) {
+  Result<Slot*> Register(std::string_view name, std::uint64_t* id,
+                         bool implicit = false) {
+    if (!implicit && shut_down_.load(std::memory_order_acquire)) {
       return FailedPreconditionError("epoch domain '" + options_.name +
                                      "' is shut down");
     }
@@ -132,23 +135,33 @@ class DomainCore {
     }
     *id = next_participant_id_++;
     slot->participant_id = *id;
-    slot->name = name.empty() ? "participant-" + std::to_string(*id)
-                              : std::string(name);
+    slot->name = !name.empty() ? std::string(name)
+                 : implicit       ? "thread-" + std::to_string(*id)
+                                  : "participant-" + std::to_string(*id);
     slot->nesting = 0;
+    slot->implicit = implicit;
     slot->in_use.store(true, std::memory_order_release);
     registered_.fetch_add(1, std::memory_order_relaxed);
+    if (implicit) implicit_registered_.fetch_add(1, std::memory_order_relaxed);
     return slot;
   }
 
   void Deregister(Slot* slot) {
     MutexLock lock(&registry_mu_);
     slot->name.clear();
+    if (slot->implicit) {
+      implicit_registered_.fetch_sub(1, std::memory_order_relaxed);
+    }
     slot->in_use.store(false, std::memory_order_release);
     registered_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   std::uint64_t registered() const {
     return registered_.load(std::memory_order_relaxed);
+  }
+  // Registered participants the host created itself (E10 counts these).
+  std::uint64_t explicit_registered() const {
+    return registered() - implicit_registered_.load(std::memory_order_relaxed);
   }
 
   // --- retirement -------------------------------------------------------
@@ -549,6 +562,7 @@ class DomainCore {
 
   std::atomic<Slot*> slots_head_{nullptr};
   std::atomic<std::uint64_t> registered_{0};
+  std::atomic<std::uint64_t> implicit_registered_{0};
   std::uint64_t next_participant_id_ CAIRN_GUARDED_BY(registry_mu_) = 1;
 
   std::deque<Retired> retired_ CAIRN_GUARDED_BY(retire_mu_);
@@ -568,6 +582,24 @@ class DomainCore {
   std::atomic<std::uint64_t> stall_reports_{0};
   std::atomic<bool> shut_down_{false};
 };
+
+// The calling thread's implicit participants, one per domain it entered
+// through EnterOnThisThread(). Destroyed (deregistering them) at thread exit.
+class ThreadCache {
+ public:
+  ~ThreadCache() { thread_last = ThreadLast{}; }
+
+  Slot* Bind(const std::shared_ptr<DomainCore>& core);
+
+ private:
+  struct Entry {
+    std::uint64_t domain_uid;
+    Participant participant;
+  };
+  std::vector<Entry> entries_;
+};
+
+thread_local ThreadCache thread_cache;
 
 }  // namespace epoch_internal
 
@@ -599,6 +631,19 @@ Participant& Participant::operator=(Participant&& other) noexcept {
 
 Participant::~Participant() { Release(); }
 
+epoch_internal::Slot* epoch_internal::ThreadCache::Bind(
+    const std::shared_ptr<DomainCore>& core) {
+  const std::uint64_t uid = core->read_side.domain_uid;
+  for (Entry& e : entries_) {
+    if (e.domain_uid == uid) return e.participant.slot_;
+  }
+  std::uint64_t id = 0;
+  Result<Slot*> slot = core->Register({}, &id, /*implicit=*/true);
+  CAIRN_CHECK(slot.ok());  // implicit registration only fails on OOM
+  entries_.push_back(Entry{uid, Participant(core, *slot, id)});
+  return *slot;
+}
+
 void Participant::Release() noexcept {
   if (core_ == nullptr) return;
   CAIRN_CHECK_MSG(slot_->nesting == 0,
@@ -615,7 +660,14 @@ RetireReservation::~RetireReservation() {
 // --- EpochDomain ------------------------------------------------------------
 
 EpochDomain::EpochDomain(EpochOptions options)
-    : core_(std::make_shared<epoch_internal::DomainCore>(std::move(options))) {}
+    : core_(std::make_shared<epoch_internal::DomainCore>(std::move(options))),
+      read_side_(&core_->read_side) {}
+
+void EpochDomain::BindThisThread() noexcept {
+  epoch_internal::Slot* slot = epoch_internal::thread_cache.Bind(core_);
+  epoch_internal::thread_last =
+      epoch_internal::ThreadLast{read_side_->domain_uid, slot};
+}
 
 EpochDomain::~EpochDomain() {
   const EpochOptions& options = core_->options();
@@ -629,7 +681,7 @@ EpochDomain::~EpochDomain() {
   const Status shutdown = core_->Shutdown(
       std::max<std::chrono::nanoseconds>(options.reclaim_deadline,
                                          std::chrono::milliseconds(100)));
-  const std::uint64_t registered = core_->registered();
+  const std::uint64_t registered = core_->explicit_registered();
   if (registered != 0) {
     report("cairn epoch '" + options.name + "': destroyed with " +
            std::to_string(registered) +

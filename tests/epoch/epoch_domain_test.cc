@@ -566,3 +566,64 @@ TEST(EpochDomainDeathTest, DestroyingParticipantInsideGuardAborts) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST(EpochThreadParticipantTest, EnterOnThisThreadRegistersOncePerThread) {
+  EpochOptions options;
+  options.reclaim_every = 1'000'000;
+  EpochDomain domain(options);
+  std::atomic<int> deletions{0};
+  {
+    Guard g = domain.EnterOnThisThread();
+    Guard nested = domain.EnterOnThisThread();
+    EXPECT_EQ(domain.Diagnostics().registered_participants, 1u);
+    EXPECT_EQ(domain.Diagnostics().active_guards, 1u);
+    ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    // Back-pressure and Barrier see the implicit guard too.
+    EXPECT_EQ(domain.Barrier().code(), StatusCode::kFailedPrecondition);
+    domain.TryReclaim();
+    domain.TryReclaim();
+    EXPECT_EQ(deletions.load(), 0);
+  }
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1);
+  std::thread([&] {
+    Guard g = domain.EnterOnThisThread();
+    EXPECT_EQ(domain.Diagnostics().registered_participants, 2u);
+  }).join();
+  EXPECT_EQ(domain.Diagnostics().registered_participants, 1u)
+      << "thread exit released its implicit participant";
+}
+
+TEST(EpochThreadParticipantTest, TwoDomainsOnOneThreadKeepSeparateSlots) {
+  EpochDomain a, b;
+  {
+    Guard ga = a.EnterOnThisThread();
+    Guard gb = b.EnterOnThisThread();
+    Guard ga2 = a.EnterOnThisThread();
+    EXPECT_EQ(a.Diagnostics().active_guards, 1u);
+    EXPECT_EQ(b.Diagnostics().active_guards, 1u);
+  }
+  EXPECT_EQ(a.Diagnostics().active_guards, 0u);
+  EXPECT_EQ(b.Diagnostics().active_guards, 0u);
+}
+
+TEST(EpochThreadParticipantTest, ImplicitParticipantsAreNotAnE10Error) {
+  std::vector<std::string> errors;
+  EpochOptions options;
+  options.error_hook = [&](std::string_view e) { errors.emplace_back(e); };
+  {
+    EpochDomain domain(options);
+    Guard g = domain.EnterOnThisThread();
+  }
+  EXPECT_TRUE(errors.empty()) << errors[0];
+  // A new domain (perhaps at the same address) gets a fresh participant.
+  EpochDomain again;
+  Guard g = again.EnterOnThisThread();
+  EXPECT_EQ(again.Diagnostics().active_guards, 1u);
+}
+
+}  // namespace
+}  // namespace cairn

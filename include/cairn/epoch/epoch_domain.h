@@ -63,6 +63,7 @@ CAIRN_NAMESPACE_BEGIN
 
 namespace epoch_internal {
 class DomainCore;
+class ThreadCache;
 }  // namespace epoch_internal
 
 // What a stall report says about one guard held past the threshold (E5).
@@ -129,6 +130,14 @@ class Participant;
 // RAII read-side critical section. Moves, never copies.
 class [[nodiscard]] Guard {
  public:
+  // For EpochDomain::EnterOnThisThread().
+  Guard(const epoch_internal::ReadSide& read_side,
+        epoch_internal::Slot* slot) noexcept
+      : slot_(slot) {
+    epoch_internal::EnterSlot(read_side, slot_);
+  }
+
+ public:
   Guard(Guard&& other) noexcept
       : slot_(std::exchange(other.slot_, nullptr)) {}
   Guard& operator=(Guard&&) = delete;
@@ -139,13 +148,6 @@ class [[nodiscard]] Guard {
   }
 
  private:
-  friend class Participant;
-  Guard(const epoch_internal::ReadSide& read_side,
-        epoch_internal::Slot* slot) noexcept
-      : slot_(slot) {
-    epoch_internal::EnterSlot(read_side, slot_);
-  }
-
   epoch_internal::Slot* slot_;
 };
 
@@ -166,6 +168,7 @@ class Participant {
 
  private:
   friend class EpochDomain;
+  friend class epoch_internal::ThreadCache;
   Participant(std::shared_ptr<epoch_internal::DomainCore> core,
               epoch_internal::Slot* slot, std::uint64_t id) noexcept;
   void Release() noexcept;
@@ -213,6 +216,19 @@ class EpochDomain {
   // Takes a free slot (reusing one a departed participant left, E9) or adds
   // one. Locks the registry; may allocate. Fails after Shutdown().
   Result<Participant> RegisterParticipant(std::string_view name = {});
+
+  // Enters a guard through an implicit participant that the domain registers
+  // for the calling thread on first use ("thread-<n>") and that is released
+  // when the thread exits. For APIs that cannot take a Participant (the
+  // directory's WithObject). The hit path is one thread-local compare on top
+  // of Enter(); the first call on a thread locks the registry and allocates.
+  // Implicit participants are not an E10 error at domain destruction, and
+  // they keep working (with nothing to protect) after Shutdown().
+  Guard EnterOnThisThread() noexcept {
+    epoch_internal::ThreadLast& last = epoch_internal::thread_last;
+    if (last.domain_uid != read_side_->domain_uid) BindThisThread();
+    return Guard(*read_side_, last.slot);
+  }
 
   // Defers `deleter(ptr)` past a grace period. `bytes` is what the node costs
   // (counted against the cap). On error the caller still owns `ptr`:
@@ -263,7 +279,10 @@ class EpochDomain {
   ReadSideMode read_side_mode() const noexcept;
 
  private:
+  void BindThisThread() noexcept;
+
   std::shared_ptr<epoch_internal::DomainCore> core_;
+  const epoch_internal::ReadSide* read_side_;
 };
 
 CAIRN_NAMESPACE_END

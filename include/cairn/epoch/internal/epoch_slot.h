@@ -61,6 +61,7 @@ struct alignas(128) Slot {
   // Registration data (guarded by the core's registry mutex).
   std::uint64_t participant_id = 0;
   std::string name;
+  bool implicit = false;  // registered by EnterOnThisThread()
 };
 
 // The part of a domain the inline read path touches. The global epoch has a
@@ -68,7 +69,19 @@ struct alignas(128) Slot {
 struct ReadSide {
   alignas(128) std::atomic<std::uint64_t> global_epoch{1};
   ReadSideMode mode = ReadSideMode::kSeqCst;
+  // Unique per domain for the process lifetime (never an address, which a
+  // later domain could reuse); keys the per-thread participant cache.
+  std::uint64_t domain_uid = 0;
 };
+
+// The calling thread's most recently used implicit participant. Trivially
+// destructible, so reading it is a plain %fs-relative load; the owning cache
+// (with the participants themselves) lives in epoch_domain.cc.
+struct ThreadLast {
+  std::uint64_t domain_uid = 0;
+  Slot* slot = nullptr;
+};
+inline thread_local ThreadLast thread_last;
 
 inline void EnterSlot(const ReadSide& read_side, Slot* slot) noexcept {
   if (slot->nesting++ != 0) return;  // E8: nested enter publishes nothing
