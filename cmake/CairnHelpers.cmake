@@ -6,6 +6,11 @@ function(cairn_target_warnings target)
   if(CAIRN_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # GCC 12 reports false -Wrestrict positives inside std::string's
+    # operator+ at -O2 and above (GCC PR 105329).
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(CAIRN_THREAD_SAFETY_ANALYSIS AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     target_compile_options(${target} PRIVATE -Wthread-safety -Werror=thread-safety)
   endif()

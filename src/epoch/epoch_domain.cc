@@ -206,6 +206,13 @@ class DomainCore {
         std::to_string(options_.reclaim_deadline.count() / 1000) + " us");
   }
 
+  Status TryChargeNow(std::size_t bytes) {
+    CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
+    if (TryCharge(bytes)) return Status::Ok();
+    return ResourceExhaustedError("epoch domain '" + options_.name +
+                                  "' has no retired-byte room right now");
+  }
+
   void Uncharge(std::size_t bytes) {
     retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
   }
@@ -714,6 +721,12 @@ Status EpochDomain::Retire(void* ptr, std::size_t bytes, Deleter deleter) {
 
 Result<RetireReservation> EpochDomain::Reserve(std::size_t bytes) {
   Status charged = core_->Charge(bytes);
+  if (!charged.ok()) return charged;
+  return RetireReservation(core_, bytes);
+}
+
+Result<RetireReservation> EpochDomain::TryReserve(std::size_t bytes) {
+  Status charged = core_->TryChargeNow(bytes);
   if (!charged.ok()) return charged;
   return RetireReservation(core_, bytes);
 }

@@ -627,3 +627,23 @@ TEST(EpochThreadParticipantTest, ImplicitParticipantsAreNotAnE10Error) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST(EpochReserveTest, TryReserveNeverWaitsOrCountsBusy) {
+  EpochOptions options;
+  options.retired_bytes_cap = 100;
+  options.reclaim_deadline = std::chrono::seconds(10);  // would be noticed
+  EpochDomain domain(options);
+  Result<RetireReservation> held = domain.TryReserve(90);
+  ASSERT_TRUE(held.ok());
+  Result<RetireReservation> refused = domain.TryReserve(20);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(domain.Diagnostics().busy_count, 0u);
+  EXPECT_EQ(domain.TryReserve(101).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace cairn

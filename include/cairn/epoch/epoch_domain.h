@@ -246,6 +246,10 @@ class EpochDomain {
   // The first half of Retire(): waits for room like Retire() does, with the
   // same errors. RetireReserved() then never fails.
   Result<RetireReservation> Reserve(std::size_t bytes);
+  // Reserve() without waiting or reclaiming (so no deleter runs): for
+  // callers that hold a lock of their own. kResourceExhausted if the cap has
+  // no room right now (not counted as busy); other errors as Retire().
+  Result<RetireReservation> TryReserve(std::size_t bytes);
   void RetireReserved(RetireReservation reservation, void* ptr,
                       Deleter deleter) noexcept;
 

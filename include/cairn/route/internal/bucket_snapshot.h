@@ -1,0 +1,200 @@
+// Copyright 2026 The cairn Authors.
+//
+// BucketSnapshot: one immutable route bucket. A single allocation holds a
+// flat open-addressed table of slots (the full 64-bit hash beside each entry
+// pointer, linear probing, load <= 2/3), the entry owners, and the key bytes,
+// so a hit touches the slot line and the key's line, then the entry itself.
+// Never include directly.
+
+#ifndef CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_
+#define CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string_view>
+#include <utility>
+
+#include "cairn/base/check.h"
+#include "cairn/base/version.h"
+
+CAIRN_NAMESPACE_BEGIN
+namespace route_internal {
+
+template <typename Entry>
+class alignas(64) BucketSnapshot {
+ public:
+  using Owner = std::shared_ptr<Entry>;
+
+  struct Slot {
+    std::uint64_t hash;
+    Entry* entry;  // null: free slot
+    std::uint32_t key_offset;
+    std::uint32_t key_size;
+  };
+
+  // The one immutable empty bucket every route bucket starts with.
+  static const BucketSnapshot* Empty() noexcept { return &kEmpty; }
+
+  std::uint32_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  bool empty() const noexcept { return size_ == 0; }
+
+  // The slot routing `key`, or null. Pure reads of immutable memory.
+  const Slot* Find(std::uint64_t hash, std::string_view key) const noexcept {
+    if (size_ == 0) return nullptr;
+    for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
+      const Slot& slot = slots()[i];
+      if (slot.entry == nullptr) return nullptr;
+      if (slot.hash == hash && slot.key_size == key.size() &&
+          std::memcmp(blob() + slot.key_offset, key.data(), key.size()) == 0) {
+        return &slot;
+      }
+    }
+  }
+
+  // Hint: the first probe slot of `hash` (and, for long keys, what follows).
+  void Prefetch(std::uint64_t hash) const noexcept {
+    if (size_ == 0) return;
+    __builtin_prefetch(&slots()[ProbeStart(hash)], 0, 3);
+  }
+
+  const Owner& owner(const Slot* slot) const noexcept {
+    return owners()[slot - slots()];
+  }
+  std::string_view key(const Slot& slot) const noexcept {
+    return std::string_view(blob() + slot.key_offset, slot.key_size);
+  }
+
+  // Calls fn(const Owner&) for every routed entry.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
+      if (slots()[i].entry != nullptr) fn(owners()[i]);
+    }
+  }
+
+  // A new snapshot: this one plus (key -> owner). The caller checked that
+  // `key` is absent. Null on allocation failure.
+  BucketSnapshot* CopyWithInsert(std::string_view key, std::uint64_t hash,
+                                 const Owner& owner) const {
+    BucketSnapshot* copy = Allocate(size_ + 1, key_bytes_ + key.size());
+    if (copy == nullptr) return nullptr;
+    CopyInto(copy, nullptr);
+    copy->Add(hash, key, owner);
+    return copy;
+  }
+
+  // A new snapshot without `erased` (a slot of this snapshot). The shared
+  // empty snapshot when nothing is left; null on allocation failure.
+  const BucketSnapshot* CopyWithErase(const Slot* erased) const {
+    if (size_ == 1) return Empty();
+    BucketSnapshot* copy =
+        Allocate(size_ - 1, key_bytes_ - erased->key_size);
+    if (copy == nullptr) return nullptr;
+    CopyInto(copy, erased);
+    return copy;
+  }
+
+  // EpochDomain deleter.
+  static void Destroy(void* p) noexcept {
+    auto* snapshot = static_cast<BucketSnapshot*>(p);
+    CAIRN_DCHECK(snapshot != &kEmpty);
+    for (std::uint32_t i = 0; i <= snapshot->mask_; ++i) {
+      snapshot->owners()[i].~Owner();
+    }
+    ::operator delete(snapshot, std::align_val_t(alignof(BucketSnapshot)));
+  }
+
+ private:
+  constexpr BucketSnapshot() = default;
+
+  static std::uint32_t CapacityFor(std::uint32_t n) noexcept {
+    std::uint32_t capacity = 2;
+    while (capacity < n + n / 2 + 1) capacity <<= 1;
+    return capacity;
+  }
+  static std::size_t SlotsOffset() noexcept {
+    return (sizeof(BucketSnapshot) + alignof(Slot) - 1) & ~(alignof(Slot) - 1);
+  }
+  std::size_t OwnersOffset() const noexcept {
+    return SlotsOffset() + sizeof(Slot) * (std::size_t{mask_} + 1);
+  }
+  std::size_t BlobOffset() const noexcept {
+    return OwnersOffset() + sizeof(Owner) * (std::size_t{mask_} + 1);
+  }
+  Slot* slots() const noexcept {
+    return reinterpret_cast<Slot*>(
+        reinterpret_cast<char*>(const_cast<BucketSnapshot*>(this)) +
+        SlotsOffset());
+  }
+  Owner* owners() const noexcept {
+    return reinterpret_cast<Owner*>(
+        reinterpret_cast<char*>(const_cast<BucketSnapshot*>(this)) +
+        OwnersOffset());
+  }
+  char* blob() const noexcept {
+    return reinterpret_cast<char*>(const_cast<BucketSnapshot*>(this)) +
+           BlobOffset();
+  }
+  std::uint32_t ProbeStart(std::uint64_t hash) const noexcept {
+    // The low bits chose the bucket; use the high ones inside it.
+    return static_cast<std::uint32_t>(hash >> 40) & mask_;
+  }
+
+  static BucketSnapshot* Allocate(std::uint32_t n, std::size_t key_bytes) {
+    const std::uint32_t capacity = CapacityFor(n);
+    BucketSnapshot probe;
+    probe.mask_ = capacity - 1;
+    const std::size_t bytes = probe.BlobOffset() + key_bytes;
+    void* raw = ::operator new(bytes, std::align_val_t(alignof(BucketSnapshot)),
+                               std::nothrow);
+    if (raw == nullptr) return nullptr;
+    auto* s = new (raw) BucketSnapshot();
+    s->mask_ = capacity - 1;
+    s->bytes_ = bytes;
+    Slot* slots = s->slots();
+    Owner* owners = s->owners();
+    for (std::uint32_t i = 0; i < capacity; ++i) {
+      slots[i] = Slot{0, nullptr, 0, 0};
+      new (&owners[i]) Owner();
+    }
+    return s;
+  }
+
+  void CopyInto(BucketSnapshot* copy, const Slot* skip) const {
+    for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
+      const Slot& slot = slots()[i];
+      if (slot.entry == nullptr || &slot == skip) continue;
+      copy->Add(slot.hash, key(slot), owners()[i]);
+    }
+  }
+
+  void Add(std::uint64_t hash, std::string_view key, const Owner& owner) {
+    std::uint32_t i = ProbeStart(hash);
+    while (slots()[i].entry != nullptr) i = (i + 1) & mask_;
+    std::memcpy(blob() + key_bytes_, key.data(), key.size());
+    slots()[i] = Slot{hash, owner.get(), static_cast<std::uint32_t>(key_bytes_),
+                      static_cast<std::uint32_t>(key.size())};
+    owners()[i] = owner;
+    key_bytes_ += key.size();
+    ++size_;
+  }
+
+  static const BucketSnapshot kEmpty;
+
+  std::uint32_t mask_ = 0;  // capacity - 1 (capacity is a power of two)
+  std::uint32_t size_ = 0;
+  std::size_t key_bytes_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+template <typename Entry>
+inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kEmpty{};
+
+}  // namespace route_internal
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_

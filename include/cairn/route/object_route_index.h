@@ -1,0 +1,341 @@
+// Copyright 2026 The cairn Authors.
+//
+// ObjectRouteIndex: the read-path RFC's "Proposed Route". A fixed array of
+// buckets, each an atomic pointer to an immutable BucketSnapshot that owns
+// its key strings and entry owners; fixed writer stripes; one shared empty
+// snapshot. Readers never lock: one epoch guard per point request or batch,
+// an acquire load of the bucket, a lookup by string_view, and the entry is
+// borrowed (no owner copy) for the callback. Writers lock the key's stripe,
+// copy only that bucket, publish the copy with release, and retire the old
+// snapshot into the EpochDomain with its byte size.
+//
+// Entry owners: for a singleton a plain owner; for an explicit group member
+// an aliasing owner whose .get() is the member and whose control block keeps
+// the whole group alive. The route never looks inside an Entry except for
+// `std::uint64_t id() const` (matched unlink, D4).
+//
+// Thread safety: every member is safe from any thread. Reads (WithEntry,
+// WithEntries, Pin, VisitHandles, Diagnostics) take no lock and write no
+// shared memory; they enter a guard of the route's domain through the
+// calling thread's implicit participant (EpochDomain::EnterOnThisThread).
+// Publish and EraseIfMatch lock one writer stripe, which is a leaf: nothing
+// else is locked and no host code runs under it (L3). Callbacks run inside
+// the read guard: they may take object and group locks, but must not call
+// the route domain's Barrier() or Shutdown(), and nothing they are handed may
+// outlive the callback (D1). A write may wait for back-pressure (E4), so it
+// must not be called from inside a callback of the same route.
+
+#ifndef CAIRN_ROUTE_OBJECT_ROUTE_INDEX_H_
+#define CAIRN_ROUTE_OBJECT_ROUTE_INDEX_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cairn/base/check.h"
+#include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
+#include "cairn/base/version.h"
+#include "cairn/epoch/epoch_domain.h"
+#include "cairn/route/internal/bucket_snapshot.h"
+#include "cairn/route/route_options.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+template <typename Entry>
+class ObjectRouteIndex {
+ public:
+  using Owner = std::shared_ptr<Entry>;
+
+  explicit ObjectRouteIndex(const RouteOptions& options = {})
+      : owned_domain_(options.epoch_domain == nullptr
+                          ? std::make_unique<EpochDomain>(DefaultEpochOptions())
+                          : nullptr),
+        domain_(options.epoch_domain != nullptr ? options.epoch_domain
+                                                : owned_domain_.get()),
+        bucket_mask_(route_internal::RoundUpPowerOfTwo(
+                         std::max<std::size_t>(options.bucket_count, 1)) -
+                     1),
+        stripe_mask_(route_internal::RoundUpPowerOfTwo(
+                         std::max<std::size_t>(options.stripe_count, 1)) -
+                     1),
+        buckets_(new Bucket[bucket_mask_ + 1]),
+        stripes_(new Stripe[stripe_mask_ + 1]) {}
+
+  ObjectRouteIndex(const ObjectRouteIndex&) = delete;
+  ObjectRouteIndex& operator=(const ObjectRouteIndex&) = delete;
+
+  // No reader or writer may still be running. Live snapshots are freed here;
+  // retired ones belong to the domain (an owned domain drains them now).
+  ~ObjectRouteIndex() {
+    for (std::size_t b = 0; b <= bucket_mask_; ++b) {
+      const Snapshot* s = buckets_[b].current.load(std::memory_order_acquire);
+      if (s != Snapshot::Empty()) Snapshot::Destroy(const_cast<Snapshot*>(s));
+    }
+  }
+
+  // fn(Entry*) with the routed entry borrowed for the call (nullptr if not
+  // routed), inside one epoch guard. Lock-free; no allocation after the
+  // thread's first call.
+  template <typename Fn>
+  void WithEntry(std::string_view key, Fn&& fn) const {
+    Guard guard = domain_->EnterOnThisThread();
+    fn(Lookup(route_internal::RouteHash(key), key));
+  }
+
+  // fn(index, Entry*) for every key in order, all inside one guard. Loads
+  // are staged across the batch: hashes and bucket loads first, then the
+  // probe slots, then the lookups, so their misses overlap.
+  template <typename Fn>
+  void WithEntries(std::span<const std::string_view> keys, Fn&& fn) const {
+    Guard guard = domain_->EnterOnThisThread();
+    constexpr std::size_t kWindow = 16;
+    std::uint64_t hashes[kWindow];
+    const Snapshot* snapshots[kWindow];
+    for (std::size_t base = 0; base < keys.size(); base += kWindow) {
+      const std::size_t n = std::min(kWindow, keys.size() - base);
+      for (std::size_t i = 0; i < n; ++i) {
+        hashes[i] = route_internal::RouteHash(keys[base + i]);
+        __builtin_prefetch(&buckets_[hashes[i] & bucket_mask_], 0, 3);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        snapshots[i] = buckets_[hashes[i] & bucket_mask_].current.load(
+            std::memory_order_acquire);
+        snapshots[i]->Prefetch(hashes[i]);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        const typename Snapshot::Slot* slot =
+            snapshots[i]->Find(hashes[i], keys[base + i]);
+        fn(base + i, slot == nullptr ? nullptr : slot->entry);
+      }
+    }
+  }
+
+  // The same batch without staging: the baseline that decides whether the
+  // staged loop above earns its place (bench/route).
+  template <typename Fn>
+  void WithEntriesUnstaged(std::span<const std::string_view> keys,
+                           Fn&& fn) const {
+    Guard guard = domain_->EnterOnThisThread();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      fn(i, Lookup(route_internal::RouteHash(keys[i]), keys[i]));
+    }
+  }
+
+  // A strong owner copied from the protected snapshot, or null (D2).
+  Owner Pin(std::string_view key) const {
+    Guard guard = domain_->EnterOnThisThread();
+    const std::uint64_t hash = route_internal::RouteHash(key);
+    const Snapshot* s = BucketFor(hash).current.load(std::memory_order_acquire);
+    const typename Snapshot::Slot* slot = s->Find(hash, key);
+    return slot == nullptr ? Owner() : s->owner(slot);
+  }
+
+  // fn(std::span<Owner>) per chunk of at most `chunk` (>= 1) owners. Owners
+  // are copied whole bucket by whole bucket under a short guard per chunk;
+  // fn runs with no guard held (D9). Entries published or unlinked during
+  // the visit may or may not be emitted. Allocates the chunk buffer.
+  template <typename Fn>
+  void VisitHandles(std::size_t chunk, Fn&& fn) const {
+    if (chunk == 0) chunk = 1;
+    std::vector<Owner> staged;
+    staged.reserve(chunk);
+    std::size_t b = 0;
+    while (b <= bucket_mask_) {
+      {
+        Guard guard = domain_->EnterOnThisThread();
+        for (; b <= bucket_mask_ && staged.size() < chunk; ++b) {
+          buckets_[b].current.load(std::memory_order_acquire)->ForEach(
+              [&](const Owner& owner) { staged.push_back(owner); });
+        }
+      }
+      std::size_t begin = 0;
+      while (staged.size() - begin >= chunk) {
+        fn(std::span<Owner>(staged.data() + begin, chunk));
+        begin += chunk;
+      }
+      staged.erase(staged.begin(), staged.begin() + begin);
+    }
+    if (!staged.empty()) fn(std::span<Owner>(staged.data(), staged.size()));
+  }
+
+  // Insert-only (D3). kAlreadyExists if `key` is routed (nothing changes);
+  // kResourceExhausted if the domain's retired cap stayed full past its
+  // deadline or a snapshot could not be allocated (nothing changes).
+  // Locks the key's writer stripe to copy one bucket; waits for
+  // back-pressure, and retires the old snapshot, only after unlocking it.
+  Status Publish(std::string_view key, Owner owner) {
+    CAIRN_CHECK(owner != nullptr);
+    const std::uint64_t hash = route_internal::RouteHash(key);
+    return Write(hash, [&](const Snapshot* old, const Snapshot** fresh) {
+      if (old->Find(hash, key) != nullptr) {
+        return AlreadyExistsError("key is already routed");
+      }
+      *fresh = old->CopyWithInsert(key, hash, owner);
+      return *fresh != nullptr ? Status::Ok() : AllocationFailed();
+    });
+  }
+
+  // Matched unlink (D4): unlinks `key` only if it still resolves to an entry
+  // with this id at this address. true: unlinked; false: no match (nothing
+  // changes). Errors as for Publish (nothing changes). The unlinked owner is
+  // released after a grace period, never under the stripe lock.
+  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+                            const Entry* entry) {
+    const std::uint64_t hash = route_internal::RouteHash(key);
+    bool matched = false;
+    Status s = Write(hash, [&](const Snapshot* old, const Snapshot** fresh) {
+      const typename Snapshot::Slot* slot = old->Find(hash, key);
+      matched = slot != nullptr && slot->entry == entry && entry->id() == id;
+      if (!matched) return Status::Ok();
+      *fresh = old->CopyWithErase(slot);
+      return *fresh != nullptr ? Status::Ok() : AllocationFailed();
+    });
+    if (!s.ok()) return s;
+    return matched;
+  }
+
+  // Occupancy walks every bucket under short guards (not an atomic snapshot
+  // of the whole route); epoch figures come from the domain. Cold path.
+  RouteDiagnostics Diagnostics() const {
+    RouteDiagnostics d;
+    d.bucket_count = bucket_mask_ + 1;
+    for (std::size_t b = 0; b <= bucket_mask_; ++b) {
+      Guard guard = domain_->EnterOnThisThread();
+      const Snapshot* s = buckets_[b].current.load(std::memory_order_acquire);
+      d.entries += s->size();
+      if (!s->empty()) {
+        ++d.nonempty_buckets;
+        d.snapshot_bytes += s->bytes();
+      }
+      d.max_bucket_entries =
+          std::max<std::size_t>(d.max_bucket_entries, s->size());
+    }
+    d.publications = publications_.load(std::memory_order_relaxed);
+    d.copied_bytes = copied_bytes_.load(std::memory_order_relaxed);
+    const EpochDiagnostics e = domain_->Diagnostics();
+    d.retired_bytes = e.retired_bytes;
+    d.retired_count = e.retired_count;
+    d.busy_count = e.busy_count;
+    d.stall_reports = e.stall_reports;
+    d.oldest_reader_age = e.oldest_guard_age;
+    return d;
+  }
+
+  std::size_t bucket_count() const noexcept { return bucket_mask_ + 1; }
+  std::size_t BucketIndex(std::string_view key) const noexcept {
+    return route_internal::RouteHash(key) & bucket_mask_;
+  }
+  EpochDomain& epoch_domain() const noexcept { return *domain_; }
+
+ private:
+  using Snapshot = route_internal::BucketSnapshot<Entry>;
+
+  struct Bucket {
+    std::atomic<const Snapshot*> current{Snapshot::Empty()};
+  };
+  struct alignas(64) Stripe {
+    Mutex mu;
+  };
+
+  static EpochOptions DefaultEpochOptions() {
+    EpochOptions options;
+    options.name = "route";
+    return options;
+  }
+
+  Entry* Lookup(std::uint64_t hash, std::string_view key) const noexcept {
+    const Snapshot* s = BucketFor(hash).current.load(std::memory_order_acquire);
+    const typename Snapshot::Slot* slot = s->Find(hash, key);
+    return slot == nullptr ? nullptr : slot->entry;
+  }
+
+  static Status AllocationFailed() {
+    return ResourceExhaustedError("route snapshot allocation failed");
+  }
+
+  static std::size_t RetiredCost(const Snapshot* s) noexcept {
+    // The empty snapshot is shared and never retired.
+    return s == Snapshot::Empty() ? 0 : s->bytes();
+  }
+
+  // One copy-on-write step on the bucket of `hash`. Under the stripe lock,
+  // decide(old, &fresh) checks the bucket and builds the replacement (or
+  // leaves fresh null to change nothing); it returns a non-OK Status to
+  // refuse. The retire budget for `old` is taken before anything is built:
+  // without waiting under the lock, or, if the cap has no room, by dropping
+  // the lock, waiting in Reserve() (which may run deleters: host code must
+  // not run under the stripe, L3) and starting over.
+  template <typename Decide>
+  Status Write(std::uint64_t hash, Decide&& decide) {
+    Bucket& bucket = BucketFor(hash);
+    std::optional<RetireReservation> budget;
+    while (true) {
+      const Snapshot* old = nullptr;
+      const Snapshot* fresh = nullptr;
+      std::size_t need = 0;
+      {
+        MutexLock lock(&StripeFor(hash).mu);
+        old = bucket.current.load(std::memory_order_acquire);
+        need = RetiredCost(old);
+        if (!budget.has_value() || budget->bytes() < need) {
+          budget.reset();
+          Result<RetireReservation> now = domain_->TryReserve(need);
+          if (now.ok()) budget.emplace(std::move(now).value());
+        }
+        if (budget.has_value()) {
+          CAIRN_RETURN_IF_ERROR(decide(old, &fresh));
+          if (fresh == nullptr) return Status::Ok();  // nothing to change
+          // Release: the snapshot's contents (and the entries it owns,
+          // initialised before publication, D8) reach acquiring readers.
+          bucket.current.store(fresh, std::memory_order_release);
+        }
+      }
+      if (fresh == nullptr) {  // no budget yet: wait for it unlocked
+        budget.reset();
+        Result<RetireReservation> waited = domain_->Reserve(need);
+        if (!waited.ok()) return std::move(waited).status();
+        budget.emplace(std::move(waited).value());
+        continue;
+      }
+      publications_.fetch_add(1, std::memory_order_relaxed);
+      copied_bytes_.fetch_add(RetiredCost(fresh), std::memory_order_relaxed);
+      if (old != Snapshot::Empty()) {
+        domain_->RetireReserved(std::move(*budget), const_cast<Snapshot*>(old),
+                                &Snapshot::Destroy);
+      }
+      return Status::Ok();
+    }
+  }
+
+  const Bucket& BucketFor(std::uint64_t hash) const noexcept {
+    return buckets_[hash & bucket_mask_];
+  }
+  Bucket& BucketFor(std::uint64_t hash) noexcept {
+    return buckets_[hash & bucket_mask_];
+  }
+  Stripe& StripeFor(std::uint64_t hash) noexcept {
+    return stripes_[(hash & bucket_mask_) & stripe_mask_];
+  }
+
+  const std::unique_ptr<EpochDomain> owned_domain_;
+  EpochDomain* const domain_;
+  const std::size_t bucket_mask_;
+  const std::size_t stripe_mask_;
+  const std::unique_ptr<Bucket[]> buckets_;
+  const std::unique_ptr<Stripe[]> stripes_;
+  std::atomic<std::uint64_t> publications_{0};
+  std::atomic<std::uint64_t> copied_bytes_{0};
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_ROUTE_OBJECT_ROUTE_INDEX_H_
