@@ -297,6 +297,11 @@ class ObjectRouteIndex {
           // Release: the snapshot's contents (and the entries it owns,
           // initialised before publication, D8) reach acquiring readers.
           bucket.current.store(fresh, std::memory_order_release);
+          // Counted under the stripe: once it is released, another writer
+          // may replace and retire `fresh`, and this thread holds no guard.
+          publications_.fetch_add(1, std::memory_order_relaxed);
+          copied_bytes_.fetch_add(RetiredCost(fresh),
+                                  std::memory_order_relaxed);
         }
       }
       if (fresh == nullptr) {  // no budget yet: wait for it unlocked
@@ -306,8 +311,6 @@ class ObjectRouteIndex {
         budget.emplace(std::move(waited).value());
         continue;
       }
-      publications_.fetch_add(1, std::memory_order_relaxed);
-      copied_bytes_.fetch_add(RetiredCost(fresh), std::memory_order_relaxed);
       if (old != Snapshot::Empty()) {
         domain_->RetireReserved(std::move(*budget), const_cast<Snapshot*>(old),
                                 &Snapshot::Destroy);
