@@ -1,0 +1,287 @@
+// Copyright 2026 The cairn Authors.
+//
+// Route A/B: the epoch copy-on-write route against `shard` (Mooncake main's
+// 1024 shard locks) and `owning` (the locked reference: copy the owner under
+// a bucket lock), with identical per-object work: the object's own
+// reader-writer lock, then a metadata read (shared) or a version bump and
+// lease extension (exclusive). 64-byte keys, uniform unless stated.
+//   W1  point reads
+//   W2  batch read/write 1:1, 32 keys per batch (read batch, write batch, ...)
+//   W3  W2 with every key in one shard / bucket / stripe of that route
+// Names: BM_RouteW<n>/<impl>/<population>/real_time/threads:<t>.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "bench/baselines/shard_route.h"
+#include "cairn/base/mutex.h"
+#include "cairn/route/object_route_index.h"
+#if __has_include("cairn/route/locked_route.h")
+#include "cairn/route/locked_route.h"
+#define CAIRN_BENCH_HAVE_OWNING 1
+#endif
+
+namespace cairn {
+namespace {
+
+constexpr std::size_t kKeySize = 64;
+constexpr std::size_t kBatch = 32;
+constexpr std::size_t kHotKeys = 64;
+
+struct BenchEntry {
+  BenchEntry(std::uint64_t id_in, std::string key_in)
+      : id_value(id_in), key(std::move(key_in)) {}
+  std::uint64_t id() const { return id_value; }
+  const std::uint64_t id_value;
+  const std::string key;
+  mutable SharedMutex mu;
+  std::uint64_t size_bytes CAIRN_GUARDED_BY(mu) = 4096;
+  std::uint64_t version CAIRN_GUARDED_BY(mu) = 0;
+  std::int64_t lease CAIRN_GUARDED_BY(mu) = 0;
+};
+using Owner = std::shared_ptr<BenchEntry>;
+
+// The per-object work every implementation does for one key.
+inline void ReadWork(const BenchEntry* e, std::uint64_t* sink) {
+  if (e == nullptr) return;
+  ReaderLock lock(&e->mu);
+  *sink += e->size_bytes + e->version;
+}
+inline void WriteWork(BenchEntry* e, std::int64_t now) {
+  if (e == nullptr) return;
+  WriterLock lock(&e->mu);
+  ++e->version;
+  e->lease = std::max(e->lease, now + 1000);
+}
+
+std::string MakeKey(std::uint64_t i, const char* prefix = "tenant-0/object/") {
+  char buf[kKeySize + 1];
+  std::snprintf(buf, sizeof(buf), "%s%016llx", prefix,
+                static_cast<unsigned long long>(i));
+  std::string key(buf);
+  key.resize(kKeySize, '.');
+  return key;
+}
+
+struct Population {
+  std::vector<std::string> keys;
+  std::vector<Owner> entries;
+};
+
+const Population& GetPopulation(std::size_t n) {
+  static std::mutex mu;
+  static std::map<std::size_t, std::unique_ptr<Population>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[n];
+  if (!slot) {
+    slot = std::make_unique<Population>();
+    for (std::size_t i = 0; i < n; ++i) {
+      slot->keys.push_back(MakeKey(i * 0x9e3779b97f4a7c15ULL));
+      slot->entries.push_back(std::make_shared<BenchEntry>(i + 1, slot->keys.back()));
+    }
+  }
+  return *slot;
+}
+
+// --- implementations -------------------------------------------------------
+
+struct EpochImpl {
+  static constexpr const char* kName = "epoch";
+  ObjectRouteIndex<BenchEntry> route;
+  bool Publish(const std::string& key, Owner owner) {
+    return route.Publish(key, std::move(owner)).ok();
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    route.WithEntry(key, [&](BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
+    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+  }
+  std::size_t Collision(std::string_view key) const { return route.BucketIndex(key); }
+};
+
+// The epoch route without the staged batch loop (decides whether staging
+// earns its place).
+struct EpochUnstagedImpl : EpochImpl {
+  static constexpr const char* kName = "epoch_unstaged";
+  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
+    route.WithEntriesUnstaged(keys,
+                              [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+    route.WithEntriesUnstaged(keys,
+                              [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+  }
+};
+
+struct ShardImpl {
+  static constexpr const char* kName = "shard";
+  bench::ShardRoute<BenchEntry> route;
+  bool Publish(const std::string& key, Owner owner) {
+    return route.Publish(key, std::move(owner));
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    route.Read(key, [&](BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
+    for (std::string_view k : keys) ReadOne(k, sink);
+  }
+  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+    for (std::string_view k : keys) {
+      route.Write(k, [&](BenchEntry* e) { WriteWork(e, now); });
+    }
+  }
+  std::size_t Collision(std::string_view key) const { return route.ShardIndex(key); }
+};
+
+#ifdef CAIRN_BENCH_HAVE_OWNING
+struct OwningImpl {
+  static constexpr const char* kName = "owning";
+  LockedRoute<BenchEntry> route;
+  bool Publish(const std::string& key, Owner owner) {
+    return route.Publish(key, std::move(owner)).ok();
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    route.WithEntry(key, [&](BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
+    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+  }
+  std::size_t Collision(std::string_view key) const { return route.BucketIndex(key); }
+};
+#endif
+
+// One built instance per (implementation, population): the population plus
+// kHotKeys extra keys that all collide in that implementation's shard or
+// bucket (and so in its writer stripe), for W3.
+template <typename Impl>
+struct Built {
+  std::unique_ptr<Impl> impl = std::make_unique<Impl>();
+  std::vector<std::string> hot_keys;
+  std::vector<Owner> hot_entries;
+};
+
+template <typename Impl>
+Built<Impl>& GetBuilt(std::size_t n) {
+  static std::mutex mu;
+  static std::map<std::size_t, std::unique_ptr<Built<Impl>>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[n];
+  if (!slot) {
+    std::fprintf(stderr, "[bench] building %s with %zu objects\n", Impl::kName, n);
+    slot = std::make_unique<Built<Impl>>();
+    const Population& pop = GetPopulation(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!slot->impl->Publish(pop.keys[i], pop.entries[i])) std::abort();
+    }
+    const std::size_t target = slot->impl->Collision(MakeKey(0, "hot/"));
+    for (std::uint64_t i = 0; slot->hot_keys.size() < kHotKeys; ++i) {
+      std::string key = MakeKey(i, "hot/");
+      if (slot->impl->Collision(key) != target) continue;
+      slot->hot_entries.push_back(std::make_shared<BenchEntry>(n + 1 + i, key));
+      if (!slot->impl->Publish(key, slot->hot_entries.back())) std::abort();
+      slot->hot_keys.push_back(std::move(key));
+    }
+  }
+  return *slot;
+}
+
+struct Rng {
+  std::uint64_t s;
+  std::uint64_t Next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+};
+
+template <typename Impl>
+void BM_RouteW1(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  Built<Impl>& built = GetBuilt<Impl>(n);
+  const Population& pop = GetPopulation(n);
+  Rng rng{0x1234567ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
+  std::uint64_t sink = 0;
+  for (auto _ : state) {
+    built.impl->ReadOne(pop.keys[rng.Next() % n], &sink);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations());
+}
+
+template <typename Impl>
+void RunBatches(benchmark::State& state, Impl& impl,
+                const std::vector<std::string>& keys) {
+  Rng rng{0x7654321ULL + 1009 * static_cast<std::uint64_t>(state.thread_index())};
+  std::string_view batch[kBatch];
+  std::uint64_t sink = 0;
+  std::int64_t now = 0;
+  bool write = state.thread_index() % 2 == 1;
+  for (auto _ : state) {
+    for (auto& k : batch) k = keys[rng.Next() % keys.size()];
+    if (write) {
+      impl.WriteBatch(batch, ++now);
+    } else {
+      impl.ReadBatch(batch, &sink);
+    }
+    write = !write;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+
+template <typename Impl>
+void BM_RouteW2(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  RunBatches(state, *GetBuilt<Impl>(n).impl, GetPopulation(n).keys);
+}
+
+template <typename Impl>
+void BM_RouteW3(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  Built<Impl>& built = GetBuilt<Impl>(n);
+  RunBatches(state, *built.impl, built.hot_keys);
+}
+
+void Configure(benchmark::internal::Benchmark* b) {
+  b->Arg(100'000)->Arg(1'000'000)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
+}
+
+#define CAIRN_ROUTE_BENCH(W, Impl, name)                                      \
+  BENCHMARK_TEMPLATE(BM_Route##W, Impl)->Name("BM_Route" #W "/" name)->Apply(Configure)
+
+CAIRN_ROUTE_BENCH(W1, EpochImpl, "epoch");
+CAIRN_ROUTE_BENCH(W1, ShardImpl, "shard");
+CAIRN_ROUTE_BENCH(W2, EpochImpl, "epoch");
+CAIRN_ROUTE_BENCH(W2, EpochUnstagedImpl, "epoch_unstaged");
+CAIRN_ROUTE_BENCH(W2, ShardImpl, "shard");
+CAIRN_ROUTE_BENCH(W3, EpochImpl, "epoch");
+CAIRN_ROUTE_BENCH(W3, ShardImpl, "shard");
+#ifdef CAIRN_BENCH_HAVE_OWNING
+CAIRN_ROUTE_BENCH(W1, OwningImpl, "owning");
+CAIRN_ROUTE_BENCH(W2, OwningImpl, "owning");
+CAIRN_ROUTE_BENCH(W3, OwningImpl, "owning");
+#endif
+
+}  // namespace
+}  // namespace cairn
+
+BENCHMARK_MAIN();
