@@ -39,6 +39,17 @@ class ShardRoute {
     return s.map.try_emplace(std::move(key), std::move(owner)).second;
   }
 
+  bool Erase(std::string_view key) {
+    Shard& s = ShardFor(key);
+    Owner unlinked;  // released after the shard lock, like the candidate
+    std::unique_lock lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) return false;
+    unlinked = std::move(it->second);
+    s.map.erase(it);
+    return true;
+  }
+
   // fn(Entry*) under the shard lock held shared (nullptr if absent).
   template <typename Fn>
   void Read(std::string_view key, Fn&& fn) const {

@@ -112,6 +112,10 @@ struct EpochImpl {
     route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
   }
   std::size_t Collision(std::string_view key) const { return route.BucketIndex(key); }
+  bool Erase(const Owner& e) {
+    Result<bool> r = route.EraseIfMatch(e->key, e->id(), e.get());
+    return r.ok() && *r;
+  }
 };
 
 // The epoch route without the staged batch loop (decides whether staging
@@ -146,6 +150,7 @@ struct ShardImpl {
     }
   }
   std::size_t Collision(std::string_view key) const { return route.ShardIndex(key); }
+  bool Erase(const Owner& e) { return route.Erase(e->key); }
 };
 
 #ifdef CAIRN_BENCH_HAVE_OWNING
@@ -261,6 +266,69 @@ void BM_RouteW3(benchmark::State& state) {
   RunBatches(state, *built.impl, built.hot_keys);
 }
 
+// W5 membership churn: each iteration creates one fresh object and deletes
+// the one created kLag iterations earlier, on top of the population.
+template <typename Impl>
+void BM_RouteW5(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  Impl& impl = *GetBuilt<Impl>(n).impl;
+  constexpr std::size_t kLag = 256;
+  std::vector<Owner> ring(kLag);
+  std::uint64_t next = (std::uint64_t{1} << 40) +
+                       (static_cast<std::uint64_t>(state.thread_index()) << 32);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    Owner& slot = ring[i++ % kLag];
+    if (slot != nullptr && !impl.Erase(slot)) state.SkipWithError("erase failed");
+    slot = std::make_shared<BenchEntry>(next, MakeKey(next, "churn/"));
+    ++next;
+    if (!impl.Publish(slot->key, slot)) state.SkipWithError("publish failed");
+  }
+  for (Owner& o : ring) {
+    if (o != nullptr) impl.Erase(o);
+  }
+  state.SetItemsProcessed(state.iterations() * 2);  // a create and a delete
+}
+
+// Bucket-count sweep for docs/route.md: point reads at 1M objects with
+// 2^k buckets, plus the route's bytes and the bytes a publication copies.
+void BM_RouteBucketSweep(benchmark::State& state) {
+  const std::size_t buckets = std::size_t{1} << state.range(0);
+  const std::size_t n = 1'000'000;
+  const Population& pop = GetPopulation(n);
+  static std::mutex mu;
+  static std::map<std::size_t, std::unique_ptr<ObjectRouteIndex<BenchEntry>>> cache;
+  ObjectRouteIndex<BenchEntry>* route;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = cache[buckets];
+    if (!slot) {
+      RouteOptions options;
+      options.bucket_count = buckets;
+      slot = std::make_unique<ObjectRouteIndex<BenchEntry>>(options);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!slot->Publish(pop.keys[i], pop.entries[i]).ok()) std::abort();
+      }
+    }
+    route = slot.get();
+  }
+  Rng rng{0xabcdefULL + static_cast<std::uint64_t>(state.thread_index())};
+  std::uint64_t sink = 0;
+  for (auto _ : state) {
+    route->WithEntry(pop.keys[rng.Next() % n],
+                     [&](BenchEntry* e) { ReadWork(e, &sink); });
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations());
+  const RouteDiagnostics d = route->Diagnostics();
+  state.counters["route_bytes_per_object"] =
+      static_cast<double>(d.snapshot_bytes + buckets * sizeof(void*)) / n;
+  state.counters["copied_bytes_per_publish"] =
+      static_cast<double>(d.snapshot_bytes) / static_cast<double>(d.nonempty_buckets);
+  state.counters["max_bucket_entries"] = static_cast<double>(d.max_bucket_entries);
+}
+BENCHMARK(BM_RouteBucketSweep)->DenseRange(12, 20, 2)->UseRealTime();
+
 void Configure(benchmark::internal::Benchmark* b) {
   b->Arg(100'000)->Arg(1'000'000)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
 }
@@ -275,6 +343,8 @@ CAIRN_ROUTE_BENCH(W2, EpochUnstagedImpl, "epoch_unstaged");
 CAIRN_ROUTE_BENCH(W2, ShardImpl, "shard");
 CAIRN_ROUTE_BENCH(W3, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W3, ShardImpl, "shard");
+CAIRN_ROUTE_BENCH(W5, EpochImpl, "epoch");
+CAIRN_ROUTE_BENCH(W5, ShardImpl, "shard");
 #ifdef CAIRN_BENCH_HAVE_OWNING
 CAIRN_ROUTE_BENCH(W1, OwningImpl, "owning");
 CAIRN_ROUTE_BENCH(W2, OwningImpl, "owning");

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -78,7 +79,7 @@ class ObjectRouteIndex {
   ~ObjectRouteIndex() {
     for (std::size_t b = 0; b <= bucket_mask_; ++b) {
       const Snapshot* s = buckets_[b].current.load(std::memory_order_acquire);
-      if (s != Snapshot::Empty()) Snapshot::Destroy(const_cast<Snapshot*>(s));
+      if (s != Snapshot::Empty()) Snapshot::DestroyWithRecords(s);
     }
   }
 
@@ -175,13 +176,17 @@ class ObjectRouteIndex {
   Status Publish(std::string_view key, Owner owner) {
     CAIRN_CHECK(owner != nullptr);
     const std::uint64_t hash = route_internal::RouteHash(key);
-    return Write(hash, [&](const Snapshot* old, const Snapshot** fresh) {
+    std::unique_ptr<Record> record(new (std::nothrow) Record{owner});
+    if (record == nullptr) return AllocationFailed();
+    Status s = Write(hash, [&](const Snapshot* old, const Snapshot** fresh) {
       if (old->Find(hash, key) != nullptr) {
         return AlreadyExistsError("key is already routed");
       }
-      *fresh = old->CopyWithInsert(key, hash, owner);
+      *fresh = old->CopyWithInsert(key, hash, record.get());
       return *fresh != nullptr ? Status::Ok() : AllocationFailed();
     });
+    if (s.ok()) record.release();  // now shared by the bucket's snapshots
+    return s;
   }
 
   // Matched unlink (D4): unlinks `key` only if it still resolves to an entry
@@ -197,7 +202,9 @@ class ObjectRouteIndex {
       matched = slot != nullptr && slot->entry == entry && entry->id() == id;
       if (!matched) return Status::Ok();
       *fresh = old->CopyWithErase(slot);
-      return *fresh != nullptr ? Status::Ok() : AllocationFailed();
+      if (*fresh == nullptr) return AllocationFailed();
+      old->AdoptUnlinked(slot->record);
+      return Status::Ok();
     });
     if (!s.ok()) return s;
     return matched;
@@ -238,6 +245,7 @@ class ObjectRouteIndex {
 
  private:
   using Snapshot = route_internal::BucketSnapshot<Entry>;
+  using Record = route_internal::RouteRecord<Entry>;
 
   struct Bucket {
     std::atomic<const Snapshot*> current{Snapshot::Empty()};

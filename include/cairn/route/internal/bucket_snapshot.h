@@ -2,9 +2,15 @@
 //
 // BucketSnapshot: one immutable route bucket. A single allocation holds a
 // flat open-addressed table of slots (the full 64-bit hash beside each entry
-// pointer, linear probing, load <= 2/3), the entry owners, and the key bytes,
-// so a hit touches the slot line and the key's line, then the entry itself.
-// Never include directly.
+// pointer, linear probing, load <= 2/3) and the key bytes, so a hit touches
+// the slot line and the key's line, then the entry itself.
+//
+// Owners live in one RouteRecord per routed entry, allocated at publication
+// and shared by every later snapshot of the bucket: copying a bucket copies
+// slot words and key bytes only, never touching another entry's control
+// block (which at a million objects is a cache miss per entry). The record
+// of an unlinked entry rides on the snapshot it was unlinked from and is
+// freed with it, after the grace period. Never include directly.
 
 #ifndef CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_
 #define CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_
@@ -24,13 +30,20 @@ CAIRN_NAMESPACE_BEGIN
 namespace route_internal {
 
 template <typename Entry>
+struct RouteRecord {
+  std::shared_ptr<Entry> owner;
+};
+
+template <typename Entry>
 class alignas(64) BucketSnapshot {
  public:
   using Owner = std::shared_ptr<Entry>;
+  using Record = RouteRecord<Entry>;
 
   struct Slot {
     std::uint64_t hash;
     Entry* entry;  // null: free slot
+    Record* record;
     std::uint32_t key_offset;
     std::uint32_t key_size;
   };
@@ -62,7 +75,7 @@ class alignas(64) BucketSnapshot {
   }
 
   const Owner& owner(const Slot* slot) const noexcept {
-    return owners()[slot - slots()];
+    return slot->record->owner;
   }
   std::string_view key(const Slot& slot) const noexcept {
     return std::string_view(blob() + slot.key_offset, slot.key_size);
@@ -72,18 +85,18 @@ class alignas(64) BucketSnapshot {
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
-      if (slots()[i].entry != nullptr) fn(owners()[i]);
+      if (slots()[i].entry != nullptr) fn(slots()[i].record->owner);
     }
   }
 
-  // A new snapshot: this one plus (key -> owner). The caller checked that
+  // A new snapshot: this one plus (key -> record). The caller checked that
   // `key` is absent. Null on allocation failure.
   BucketSnapshot* CopyWithInsert(std::string_view key, std::uint64_t hash,
-                                 const Owner& owner) const {
+                                 Record* record) const {
     BucketSnapshot* copy = Allocate(size_ + 1, key_bytes_ + key.size());
     if (copy == nullptr) return nullptr;
     CopyInto(copy, nullptr);
-    copy->Add(hash, key, owner);
+    copy->Add(hash, key, record->owner.get(), record);
     return copy;
   }
 
@@ -91,21 +104,33 @@ class alignas(64) BucketSnapshot {
   // empty snapshot when nothing is left; null on allocation failure.
   const BucketSnapshot* CopyWithErase(const Slot* erased) const {
     if (size_ == 1) return Empty();
-    BucketSnapshot* copy =
-        Allocate(size_ - 1, key_bytes_ - erased->key_size);
+    BucketSnapshot* copy = Allocate(size_ - 1, key_bytes_ - erased->key_size);
     if (copy == nullptr) return nullptr;
     CopyInto(copy, erased);
     return copy;
   }
 
-  // EpochDomain deleter.
+  // Hands the record of the entry unlinked from this (now unreachable)
+  // snapshot to it, so Destroy() frees both after the grace period. Readers
+  // of this snapshot never read the field.
+  void AdoptUnlinked(Record* record) const noexcept { unlinked_ = record; }
+
+  // EpochDomain deleter. Frees the snapshot and its unlinked record (whose
+  // owner release may destroy the entry); routed records are shared with
+  // the bucket's current snapshot and stay.
   static void Destroy(void* p) noexcept {
     auto* snapshot = static_cast<BucketSnapshot*>(p);
     CAIRN_DCHECK(snapshot != &kEmpty);
-    for (std::uint32_t i = 0; i <= snapshot->mask_; ++i) {
-      snapshot->owners()[i].~Owner();
-    }
+    delete snapshot->unlinked_;
     ::operator delete(snapshot, std::align_val_t(alignof(BucketSnapshot)));
+  }
+
+  // For the route's destructor: frees every routed record, then the snapshot.
+  static void DestroyWithRecords(const BucketSnapshot* snapshot) noexcept {
+    for (std::uint32_t i = 0; i <= snapshot->mask_; ++i) {
+      delete snapshot->slots()[i].record;
+    }
+    Destroy(const_cast<BucketSnapshot*>(snapshot));
   }
 
  private:
@@ -119,21 +144,13 @@ class alignas(64) BucketSnapshot {
   static std::size_t SlotsOffset() noexcept {
     return (sizeof(BucketSnapshot) + alignof(Slot) - 1) & ~(alignof(Slot) - 1);
   }
-  std::size_t OwnersOffset() const noexcept {
-    return SlotsOffset() + sizeof(Slot) * (std::size_t{mask_} + 1);
-  }
   std::size_t BlobOffset() const noexcept {
-    return OwnersOffset() + sizeof(Owner) * (std::size_t{mask_} + 1);
+    return SlotsOffset() + sizeof(Slot) * (std::size_t{mask_} + 1);
   }
   Slot* slots() const noexcept {
     return reinterpret_cast<Slot*>(
         reinterpret_cast<char*>(const_cast<BucketSnapshot*>(this)) +
         SlotsOffset());
-  }
-  Owner* owners() const noexcept {
-    return reinterpret_cast<Owner*>(
-        reinterpret_cast<char*>(const_cast<BucketSnapshot*>(this)) +
-        OwnersOffset());
   }
   char* blob() const noexcept {
     return reinterpret_cast<char*>(const_cast<BucketSnapshot*>(this)) +
@@ -156,10 +173,8 @@ class alignas(64) BucketSnapshot {
     s->mask_ = capacity - 1;
     s->bytes_ = bytes;
     Slot* slots = s->slots();
-    Owner* owners = s->owners();
     for (std::uint32_t i = 0; i < capacity; ++i) {
-      slots[i] = Slot{0, nullptr, 0, 0};
-      new (&owners[i]) Owner();
+      slots[i] = Slot{0, nullptr, nullptr, 0, 0};
     }
     return s;
   }
@@ -168,17 +183,18 @@ class alignas(64) BucketSnapshot {
     for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
       const Slot& slot = slots()[i];
       if (slot.entry == nullptr || &slot == skip) continue;
-      copy->Add(slot.hash, key(slot), owners()[i]);
+      copy->Add(slot.hash, key(slot), slot.entry, slot.record);
     }
   }
 
-  void Add(std::uint64_t hash, std::string_view key, const Owner& owner) {
+  void Add(std::uint64_t hash, std::string_view key, Entry* entry,
+           Record* record) {
     std::uint32_t i = ProbeStart(hash);
     while (slots()[i].entry != nullptr) i = (i + 1) & mask_;
     std::memcpy(blob() + key_bytes_, key.data(), key.size());
-    slots()[i] = Slot{hash, owner.get(), static_cast<std::uint32_t>(key_bytes_),
+    slots()[i] = Slot{hash, entry, record,
+                      static_cast<std::uint32_t>(key_bytes_),
                       static_cast<std::uint32_t>(key.size())};
-    owners()[i] = owner;
     key_bytes_ += key.size();
     ++size_;
   }
@@ -189,6 +205,7 @@ class alignas(64) BucketSnapshot {
   std::uint32_t size_ = 0;
   std::size_t key_bytes_ = 0;
   std::size_t bytes_ = 0;
+  mutable Record* unlinked_ = nullptr;  // writer-only, see AdoptUnlinked()
 };
 
 template <typename Entry>
