@@ -80,7 +80,7 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
     DirectoryOptions options;
     options.clock = &clock;
     options.read_lease_ttl = nanoseconds(kReadLease);
-    options.route_buckets = 4;
+    options.route.bucket_count = 4;
     options.lifecycle_stripes = 2;
     std::map<ObjectId, int> removals;
     options.on_removed = [&](const RemovedObject& r) { ++removals[r.token.object]; };

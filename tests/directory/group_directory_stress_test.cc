@@ -40,7 +40,7 @@ class GroupDirectoryStressTest : public ::testing::Test {
   // Removal log: ObjectId -> how many times its removal was emitted.
   DirectoryOptions Options() {
     DirectoryOptions options;
-    options.route_buckets = 16;
+    options.route.bucket_count = 16;
     options.lifecycle_stripes = 8;
     options.on_removed = [this](const RemovedObject& r) {
       std::lock_guard<std::mutex> lock(mu_);

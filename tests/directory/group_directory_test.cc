@@ -10,7 +10,10 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -143,11 +146,11 @@ TYPED_TEST(GroupDirectoryTest, D3_PublishIsInsertOnly) {
     std::uint64_t id_;
     std::uint64_t id() const { return id_; }
   };
-  typename TypeParam::template Route<FakeEntry> route(RouteOptions{4});
+  typename TypeParam::template Route<FakeEntry> route(RouteOptions{.bucket_count = 4});
   auto first = std::make_shared<FakeEntry>(FakeEntry{1});
   auto candidate = std::make_shared<FakeEntry>(FakeEntry{2});
-  EXPECT_TRUE(route.Publish("k", first));
-  EXPECT_FALSE(route.Publish("k", candidate));
+  EXPECT_TRUE(route.Publish("k", first).ok());
+  EXPECT_EQ(route.Publish("k", candidate).code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(route.Pin("k").get(), first.get());
   EXPECT_EQ(candidate.use_count(), 1);
   EXPECT_EQ(candidate->id(), 2u);
@@ -321,7 +324,7 @@ TYPED_TEST(GroupDirectoryTest, D8_MemberNeverRoutedBeforeGroupAndLeaseWired) {
 
 TYPED_TEST(GroupDirectoryTest, D9_VisitHandlesCopiesBoundedChunksWithoutHoldingLocks) {
   DirectoryOptions options = this->Options();
-  options.route_buckets = 4;
+  options.route.bucket_count = 4;
   typename TestFixture::Directory dir(std::move(options));
   constexpr int kObjects = 100;
   for (int i = 0; i < kObjects; ++i) {
@@ -358,7 +361,7 @@ TYPED_TEST(GroupDirectoryTest, D9_VisitHandlesCopiesBoundedChunksWithoutHoldingL
 
 TYPED_TEST(GroupDirectoryTest, L1_WritersSharingBucketAndStripeNeverWaitOnOtherObjectLock) {
   DirectoryOptions options = this->Options();
-  options.route_buckets = 1;     // every key shares the bucket
+  options.route.bucket_count = 1;     // every key shares the bucket
   options.lifecycle_stripes = 1;  // and the stripe
   typename TestFixture::Directory dir(std::move(options));
   this->Must(dir.Create("held", InGroup("g")));
@@ -392,7 +395,7 @@ TYPED_TEST(GroupDirectoryTest, L2_OneLockOrderAcrossGroupMemberAndRouteOperation
   // Every lock-taking path, interleaved on a small key space; TSan's deadlock
   // detector (detect_deadlocks=1) reports any lock-order cycle it observes.
   DirectoryOptions options = this->Options();
-  options.route_buckets = 2;
+  options.route.bucket_count = 2;
   options.lifecycle_stripes = 2;
   typename TestFixture::Directory dir(std::move(options));
   Watchdog watchdog(testing::kWatchdogBound, "L2 mixed workload");
@@ -437,7 +440,7 @@ TYPED_TEST(GroupDirectoryTest, L3_NoLockHeldAcrossHostCallbacks) {
   // took: the same key's stripe, the same group, the route bucket, the
   // catalog. With any of them still held this would self-deadlock.
   DirectoryOptions options = this->Options();
-  options.route_buckets = 1;
+  options.route.bucket_count = 1;
   options.lifecycle_stripes = 1;
   typename TestFixture::Directory* self = nullptr;
   std::atomic<int> reentered{0};
@@ -657,7 +660,7 @@ TYPED_TEST(GroupDirectoryTest, EnvelopeChangesBumpVersion) {
 
 TYPED_TEST(GroupDirectoryTest, DiagnosticsCountObjectsGroupsAndBuckets) {
   DirectoryOptions options = this->Options();
-  options.route_buckets = 8;
+  options.route.bucket_count = 8;
   typename TestFixture::Directory dir(std::move(options));
   for (int i = 0; i < 20; ++i) {
     this->Must(dir.Create(testing::Key("k", i),
@@ -777,6 +780,124 @@ TYPED_TEST(GroupDirectoryTest, EveryCallAfterShutdownIsUnavailable) {
   EXPECT_EQ(dir.object_count(), 1u);
   EXPECT_EQ(h->key(), "k");
   EXPECT_EQ(this->RemovedCount(), 0u);
+}
+
+
+// ---- route errors (fault-injecting route policy) ------------------------------
+
+// A route policy that fails writes on demand the way the epoch route does
+// under back-pressure (kResourceExhausted, nothing changed). It also shows
+// that GroupDirectory depends only on the route interface.
+template <typename Entry>
+class FlakyRoute {
+ public:
+  using Owner = std::shared_ptr<Entry>;
+  explicit FlakyRoute(const RouteOptions& options) : inner_(options) {}
+  template <typename Fn>
+  void WithEntry(std::string_view key, Fn&& fn) const {
+    inner_.WithEntry(key, std::forward<Fn>(fn));
+  }
+  template <typename Fn>
+  void WithEntries(std::span<const std::string_view> keys, Fn&& fn) const {
+    inner_.WithEntries(keys, std::forward<Fn>(fn));
+  }
+  Owner Pin(std::string_view key) const { return inner_.Pin(key); }
+  template <typename Fn>
+  void VisitHandles(std::size_t chunk, Fn&& fn) const {
+    inner_.VisitHandles(chunk, std::forward<Fn>(fn));
+  }
+  Status Publish(std::string_view key, Owner owner) {
+    if (Take(fail_publishes)) return ResourceExhaustedError("injected");
+    return inner_.Publish(key, std::move(owner));
+  }
+  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+                            const Entry* entry) {
+    if (Take(fail_unlinks)) return ResourceExhaustedError("injected");
+    return inner_.EraseIfMatch(key, id, entry);
+  }
+  RouteDiagnostics Diagnostics() const { return inner_.Diagnostics(); }
+
+  mutable std::atomic<int> fail_publishes{0};
+  mutable std::atomic<int> fail_unlinks{0};
+
+ private:
+  static bool Take(std::atomic<int>& budget) {
+    int n = budget.load(std::memory_order_relaxed);
+    while (n > 0) {
+      if (budget.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  LockedRoute<Entry> inner_;
+};
+
+using FlakyDirectory = GroupDirectory<TestPayload, FlakyRoute>;
+
+TEST(GroupDirectoryRouteErrorTest, PublishErrorLeavesNoState) {
+  FlakyDirectory dir;
+  dir.route().fail_publishes.store(1);
+  EXPECT_EQ(dir.Create("s").status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(dir.Pin("s").status().code(), StatusCode::kNotFound);
+  dir.route().fail_publishes.store(1);
+  EXPECT_EQ(dir.Create("m", InGroup("fresh")).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(dir.FindGroup("fresh").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(dir.group_count(), 0u);
+  auto first = dir.Create("m1", InGroup("g"));
+  ASSERT_TRUE(first.ok());
+  dir.route().fail_publishes.store(1);
+  EXPECT_EQ(dir.Create("m2", InGroup("g")).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(first.value().group()->MemberIds(),
+            std::vector<ObjectId>{first.value()->id()});
+  EXPECT_TRUE(first.value().group().is_current());
+  EXPECT_EQ(dir.object_count(), 1u);
+  EXPECT_TRUE(dir.Create("m2", InGroup("g")).ok());
+  EXPECT_TRUE(dir.Create("s").ok());
+  EXPECT_EQ(dir.object_count(), 3u);
+  EXPECT_EQ(dir.Diagnostics().route.entries, 3u);
+}
+
+TEST(GroupDirectoryRouteErrorTest, UnlinkErrorCommitsRemovalAndRetriesUnlink) {
+  int removals = 0;
+  DirectoryOptions options;
+  options.on_removed = [&](const RemovedObject&) { ++removals; };
+  FlakyDirectory dir(std::move(options));
+  ASSERT_TRUE(dir.Create("k").ok());
+  ASSERT_TRUE(dir.Create("a", InGroup("g")).ok());
+  ASSERT_TRUE(dir.Create("b", InGroup("g")).ok());
+  dir.route().fail_unlinks.store(1);
+  ASSERT_TRUE(dir.Erase("k").ok());
+  EXPECT_EQ(removals, 1);
+  EXPECT_EQ(dir.Pin("k").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(dir.Diagnostics().pending_unlinks, 1u);
+  EXPECT_EQ(dir.Diagnostics().route.entries, 3u);  // parked, invisible
+  // The next write retries the parked unlink first.
+  EXPECT_EQ(dir.Erase("k").code(), StatusCode::kNotFound);
+  EXPECT_EQ(dir.Diagnostics().pending_unlinks, 0u);
+  EXPECT_EQ(dir.Diagnostics().route.entries, 2u);
+  dir.route().fail_unlinks.store(2);
+  ASSERT_TRUE(dir.EraseGroup("g").ok());  // both member unlinks fail
+  EXPECT_EQ(removals, 3);
+  EXPECT_EQ(dir.FindGroup("g").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(dir.Diagnostics().pending_unlinks, 2u);
+  std::size_t visited = 0;
+  ASSERT_TRUE(dir.VisitHandles([&](auto h) { visited += h.size(); }).ok());
+  EXPECT_EQ(visited, 0u);
+  // The retry of `a` fails again, `b` goes; the create of `a` then finishes
+  // the unlink of the removed instance itself.
+  dir.route().fail_unlinks.store(1);
+  auto again = dir.Create("a");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(dir.Diagnostics().route.entries, 1u);
+  // The stale parked unlink no longer matches and is dropped.
+  EXPECT_EQ(dir.Erase("zzz").code(), StatusCode::kNotFound);
+  EXPECT_EQ(dir.Diagnostics().pending_unlinks, 0u);
+  EXPECT_TRUE(dir.Pin("a").ok());
+  EXPECT_EQ(dir.object_count(), 1u);
+  EXPECT_EQ(removals, 3);
 }
 
 }  // namespace

@@ -82,7 +82,9 @@ struct DirectoryOptions {
   // Lease granted by every shared read (WithObject(s), WithHandle,
   // WithToken); 0 grants none. Exclusive access never grants implicitly.
   std::chrono::nanoseconds read_lease_ttl{0};
-  std::size_t route_buckets = 1024;
+  // Passed to the route. The locked route uses bucket_count only; the epoch
+  // route also uses stripe_count and epoch_domain.
+  RouteOptions route{.bucket_count = 1024};
   std::size_t lifecycle_stripes = 256;
   // Default VisitHandles chunk.
   std::size_t visit_chunk = 256;
@@ -115,6 +117,9 @@ struct DirectoryDiagnostics {
   // only). Read-path lock waits are not counted: counting them would need a
   // shared write per lookup.
   std::uint64_t lifecycle_stripe_waits = 0;
+  // Removed objects whose route unlink failed (route back-pressure) and is
+  // retried by later writes; they are invisible to every lookup meanwhile.
+  std::size_t pending_unlinks = 0;
 };
 
 template <typename Payload = EmptyPayload,
@@ -133,7 +138,7 @@ class GroupDirectory {
   explicit GroupDirectory(DirectoryOptions options = {})
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? options_.clock : Clock::Steady()),
-        route_(RouteOptions{options_.route_buckets}),
+        route_(options_.route),
         stripes_(options_.lifecycle_stripes == 0 ? 1
                                                  : options_.lifecycle_stripes) {
   }
@@ -170,17 +175,26 @@ class GroupDirectory {
                                        : 0;
     init.hard_pinned = options.hard_pin;
 
+    RetryPendingUnlinks();
     StripeLock stripe(this, key);
-    if (route_.Pin(key) != nullptr) {
-      return AlreadyExistsError("key is already routed");
+    if (Owner routed = route_.Pin(key); routed != nullptr) {
+      if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
+        return AlreadyExistsError("key is already routed");
+      }
+      // A removed instance whose unlink is still pending or in flight
+      // (EraseGroup does not hold key stripes): finish it for the remover.
+      Result<bool> unlinked =
+          route_.EraseIfMatch(key, routed->id(), routed.get());
+      if (!unlinked.ok()) return std::move(unlinked).status();
     }
     if (options.group.empty()) {
       init.id = NextObjectId();
       Owner owner = std::make_shared<Entry>(std::move(init), nullptr,
                                             std::move(payload));
       Activate(owner.get());
-      // The stripe serialises every writer of this key, so the slot is free.
-      CAIRN_CHECK(route_.Publish(std::string(key), owner));
+      // The stripe serialises creates of this key, so only a route error
+      // (back-pressure) can refuse the slot; then nothing was published.
+      if (Status s = route_.Publish(key, owner); !s.ok()) return s;
       objects_.fetch_add(1, std::memory_order_relaxed);
       return Handle(std::move(owner));
     }
@@ -205,7 +219,19 @@ class GroupDirectory {
       Entry* entry = group->AddMember(std::move(init), std::move(payload));
       Owner owner(group, entry);  // aliasing: keeps the group alive
       Activate(entry);
-      CAIRN_CHECK(route_.Publish(std::string(key), owner));
+      if (Status s = route_.Publish(key, owner); !s.ok()) {
+        // Never routed, so nobody else saw it: drop it again. A group this
+        // create made is torn down with it.
+        owner.reset();
+        group->RemoveMember(entry);
+        group->entries_.pop_back();
+        if (group->live_.empty()) {
+          group->SetLifecycle(Lifecycle::kRemoving);
+          RetireFromCatalog(group.get());
+          groups_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        return s;
+      }
       objects_.fetch_add(1, std::memory_order_relaxed);
       return Handle(std::move(owner));
     }
@@ -333,6 +359,7 @@ class GroupDirectory {
   // a WithObject callback; safe inside the removal callback and VisitHandles.
   Status Erase(std::string_view key, EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
+    RetryPendingUnlinks();
     Removal removal;
     {
       StripeLock stripe(this, key);
@@ -352,6 +379,7 @@ class GroupDirectory {
   bool EraseIfMatch(std::string_view key, ObjectId id, const Entry* entry,
                     EraseOptions options = {}) {
     if (!CheckCall(key).ok()) return false;
+    RetryPendingUnlinks();
     Removal removal;
     {
       StripeLock stripe(this, key);
@@ -375,6 +403,7 @@ class GroupDirectory {
   // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
   Status EraseGroup(std::string_view name, EraseOptions options = {}) {
     if (Status s = CheckCall(name); !s.ok()) return s;
+    RetryPendingUnlinks();
     std::shared_ptr<Group> group;
     {
       MutexLock lock(&catalog_mu_);
@@ -416,9 +445,7 @@ class GroupDirectory {
       if (leased) return FailedPreconditionError("group lease has not expired");
       group->explicit_teardown_ = true;
       group->SetLifecycle(Lifecycle::kRemoving);
-      for (Entry* e : members) {
-        CAIRN_CHECK(route_.EraseIfMatch(e->key(), e->id(), e));
-      }
+      for (Removal& r : removals) Unlink(r.owner);
       group->live_.clear();
       RetireFromCatalog(group.get());
     }
@@ -452,6 +479,7 @@ class GroupDirectory {
     d.route = route_.Diagnostics();
     d.lifecycle_stripe_waits =
         stripe_waits_.load(std::memory_order_relaxed);
+    d.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
     return d;
   }
   std::size_t object_count() const noexcept {
@@ -672,7 +700,7 @@ class GroupDirectory {
         *removal = MakeRemoval(owner);
       }
       // Object lock released before the route changes (L3).
-      CAIRN_CHECK(route_.EraseIfMatch(e->key(), e->id(), e));
+      Unlink(owner);
       objects_.fetch_sub(1, std::memory_order_relaxed);
       return Status::Ok();
     }
@@ -691,7 +719,7 @@ class GroupDirectory {
         RetireFromCatalog(group);
         group_gone = true;
       }
-      CAIRN_CHECK(route_.EraseIfMatch(e->key(), e->id(), e));
+      Unlink(owner);
     }
     objects_.fetch_sub(1, std::memory_order_relaxed);
     if (group_gone) groups_.fetch_sub(1, std::memory_order_relaxed);
@@ -715,6 +743,31 @@ class GroupDirectory {
     return Status::Ok();
   }
 
+  // Matched unlink of a removed instance. The removal is already committed
+  // (kRemoving: no lookup returns it), so a route error does not undo it:
+  // the owner is parked and the unlink retried by later writes. `false`
+  // (no match) means another writer already unlinked it.
+  void Unlink(const Owner& owner) {
+    Result<bool> r = route_.EraseIfMatch(owner->key(), owner->id(), owner.get());
+    if (r.ok()) return;
+    MutexLock lock(&pending_mu_);
+    pending_.push_back(owner);
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  }
+
+  // Retries parked unlinks. Called with no lock held at the start of every
+  // write; costs one relaxed load when nothing is parked.
+  void RetryPendingUnlinks() {
+    if (pending_count_.load(std::memory_order_relaxed) == 0) return;
+    std::vector<Owner> parked;
+    {
+      MutexLock lock(&pending_mu_);
+      parked.swap(pending_);
+      pending_count_.store(0, std::memory_order_relaxed);
+    }
+    for (const Owner& owner : parked) Unlink(owner);
+  }
+
   void FinishRemoval(Removal& removal) { RunRemovedCallback(removal); }
   void RunRemovedCallback(Removal& removal) {
     if (options_.on_removed) options_.on_removed(removal.info);
@@ -730,6 +783,11 @@ class GroupDirectory {
   std::unordered_map<std::string, std::shared_ptr<Group>,
                      route_internal::KeyHash, route_internal::KeyEq>
       catalog_ CAIRN_GUARDED_BY(catalog_mu_);
+
+  // Parked unlinks (a leaf lock: only route writes run after it, unlocked).
+  Mutex pending_mu_;
+  std::vector<Owner> pending_ CAIRN_GUARDED_BY(pending_mu_);
+  std::atomic<std::size_t> pending_count_{0};
 
   std::atomic<bool> shut_down_{false};
   std::atomic<ObjectId> next_object_id_{1};

@@ -23,9 +23,12 @@
 //   Owner Pin(std::string_view key) const;
 //   template <class Fn> void VisitHandles(std::size_t chunk, Fn&& fn) const;
 //       fn(std::span<Owner>) once per chunk of at most `chunk` owners.
-//   bool Publish(std::string key, Owner owner);       // insert-only (D3)
-//   bool EraseIfMatch(std::string_view key, std::uint64_t id,
-//                     const Entry* entry);            // matched unlink (D4)
+//   Status Publish(std::string_view key, Owner owner);  // insert-only (D3):
+//       kAlreadyExists if routed; a route may also fail with
+//       kResourceExhausted (the epoch route under back-pressure, E4).
+//   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+//                             const Entry* entry);    // matched unlink (D4)
+//       true: unlinked; false: no match; an error: nothing changed.
 //   RouteDiagnostics Diagnostics() const;
 // Entry must expose `std::uint64_t id() const`.
 //
@@ -53,65 +56,19 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
+#include "cairn/route/route_options.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-struct RouteOptions {
-  // Number of route buckets, rounded up to a power of two; fixed for the
-  // route's lifetime (the RFC's first version does not resize).
-  std::size_t bucket_count = 1024;
-};
-
-struct RouteDiagnostics {
-  std::size_t bucket_count = 0;
-  std::size_t entries = 0;
-  std::size_t nonempty_buckets = 0;
-  std::size_t max_bucket_entries = 0;
-};
-
-namespace route_internal {
-
-// Transparent hash/equality so std::string_view looks up std::string keys
-// without building a key copy.
-struct KeyHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view key) const noexcept {
-    return std::hash<std::string_view>{}(key);
-  }
-};
-struct KeyEq {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const noexcept {
-    return a == b;
-  }
-};
-
-// Spreads the key hash before choosing a bucket so bucket choice and the
-// per-bucket map's own slot choice do not use the same bits.
-inline std::uint64_t MixHash(std::uint64_t h) noexcept {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
-
-inline std::size_t RoundUpPowerOfTwo(std::size_t n) noexcept {
-  std::size_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
-}  // namespace route_internal
 
 template <typename Entry>
 class LockedRoute {
  public:
   using Owner = std::shared_ptr<Entry>;
 
+  // Uses options.bucket_count only (no stripes, no epoch domain).
   explicit LockedRoute(const RouteOptions& options = {})
       : mask_(route_internal::RoundUpPowerOfTwo(
                   options.bucket_count == 0 ? 1 : options.bucket_count) -
@@ -143,8 +100,7 @@ class LockedRoute {
 
   // A strong owner of the routed entry, or null. Locks the bucket shared.
   Owner Pin(std::string_view key) const {
-    const std::size_t h = route_internal::KeyHash{}(key);
-    const Bucket& bucket = BucketFor(h);
+    const Bucket& bucket = BucketFor(key);
     ReaderLock lock(&bucket.mu);
     auto it = bucket.map.find(key);
     if (it == bucket.map.end()) return Owner();
@@ -175,25 +131,29 @@ class LockedRoute {
     if (!staged.empty()) fn(std::span<Owner>(staged.data(), staged.size()));
   }
 
-  // Insert-only (D3): routes `key` to `owner` and returns true, or returns
-  // false and changes nothing if `key` is already routed. Locks the bucket
-  // exclusively; allocates the map node.
-  bool Publish(std::string key, Owner owner) {
+  // Insert-only (D3): routes `key` to `owner`, or returns kAlreadyExists and
+  // changes nothing if `key` is already routed. Locks the bucket
+  // exclusively; allocates the key copy and the map node. Never fails
+  // otherwise (no back-pressure in the locked route).
+  Status Publish(std::string_view key, Owner owner) {
     CAIRN_CHECK(owner != nullptr);
-    const std::size_t h = route_internal::KeyHash{}(key);
-    Bucket& bucket = BucketFor(h);
+    std::string lookup_key(key);  // allocated before the lock is taken
+    Bucket& bucket = BucketFor(key);
     WriterLock lock(&bucket.mu);
-    return bucket.map.try_emplace(std::move(key), std::move(owner)).second;
+    if (!bucket.map.try_emplace(std::move(lookup_key), std::move(owner)).second) {
+      return AlreadyExistsError("key is already routed");
+    }
+    return Status::Ok();
   }
 
   // Matched unlink (D4): removes `key` only if it still resolves to an entry
-  // with this id at this address. Returns whether it unlinked. The unlinked
-  // owner is destroyed after the bucket lock is released, so an entry's
-  // destructor never runs under a route lock.
-  bool EraseIfMatch(std::string_view key, std::uint64_t id,
-                    const Entry* entry) {
-    const std::size_t h = route_internal::KeyHash{}(key);
-    Bucket& bucket = BucketFor(h);
+  // with this id at this address. true: unlinked; false: no match, nothing
+  // changed. Never an error in the locked route. The unlinked owner is
+  // destroyed after the bucket lock is released, so an entry's destructor
+  // never runs under a route lock.
+  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+                            const Entry* entry) {
+    Bucket& bucket = BucketFor(key);
     Owner unlinked;
     {
       WriterLock lock(&bucket.mu);
@@ -207,7 +167,7 @@ class LockedRoute {
   }
 
   // Occupancy, read bucket by bucket under each shared lock (not an atomic
-  // snapshot of the whole route). Cold path.
+  // snapshot of the whole route); the epoch-only fields stay zero. Cold.
   RouteDiagnostics Diagnostics() const {
     RouteDiagnostics d;
     d.bucket_count = buckets_.size();
@@ -225,9 +185,7 @@ class LockedRoute {
 
   // Which bucket a key lands in (tests use it to force collisions).
   std::size_t BucketIndex(std::string_view key) const noexcept {
-    return static_cast<std::size_t>(
-               route_internal::MixHash(route_internal::KeyHash{}(key))) &
-           mask_;
+    return static_cast<std::size_t>(route_internal::RouteHash(key)) & mask_;
   }
 
  private:
@@ -238,13 +196,11 @@ class LockedRoute {
         map CAIRN_GUARDED_BY(mu);
   };
 
-  const Bucket& BucketFor(std::size_t h) const noexcept {
-    return buckets_[static_cast<std::size_t>(route_internal::MixHash(h)) &
-                    mask_];
+  const Bucket& BucketFor(std::string_view key) const noexcept {
+    return buckets_[BucketIndex(key)];
   }
-  Bucket& BucketFor(std::size_t h) noexcept {
-    return buckets_[static_cast<std::size_t>(route_internal::MixHash(h)) &
-                    mask_];
+  Bucket& BucketFor(std::string_view key) noexcept {
+    return buckets_[BucketIndex(key)];
   }
 
   const std::size_t mask_;

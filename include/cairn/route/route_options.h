@@ -1,0 +1,92 @@
+// Copyright 2026 The cairn Authors.
+//
+// Options, diagnostics and hashing shared by the object routes: the epoch
+// copy-on-write ObjectRouteIndex (the library's route) and the LockedRoute
+// reference (test oracle and `owning` bench baseline).
+
+#ifndef CAIRN_ROUTE_ROUTE_OPTIONS_H_
+#define CAIRN_ROUTE_ROUTE_OPTIONS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "cairn/base/version.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+class EpochDomain;
+
+struct RouteOptions {
+  // Number of route buckets, rounded up to a power of two; fixed for the
+  // route's lifetime (the RFC's first version does not resize). The default
+  // was chosen from the table in docs/route.md.
+  std::size_t bucket_count = std::size_t{1} << 16;
+  // Writer stripes serialising publications (rounded up to a power of two).
+  std::size_t stripe_count = 256;
+  // The epoch domain the route retires bucket snapshots into. Null: the
+  // route owns a domain of its own named "route" (the RFC's object-route
+  // domain, separate from the tenant registry's, E6).
+  EpochDomain* epoch_domain = nullptr;
+};
+
+struct RouteDiagnostics {
+  std::size_t bucket_count = 0;
+  std::size_t entries = 0;
+  std::size_t nonempty_buckets = 0;
+  std::size_t max_bucket_entries = 0;
+  // Epoch route only (zero for the locked reference):
+  std::uint64_t publications = 0;     // snapshots published
+  std::uint64_t copied_bytes = 0;     // bytes of snapshots built by writers
+  std::uint64_t snapshot_bytes = 0;   // bytes of the live snapshots
+  std::uint64_t retired_bytes = 0;    // waiting for a grace period
+  std::uint64_t retired_count = 0;
+  std::uint64_t busy_count = 0;       // writes refused at the retired cap
+  std::uint64_t stall_reports = 0;
+  std::chrono::nanoseconds oldest_reader_age{0};
+};
+
+namespace route_internal {
+
+// Transparent hash/equality so std::string_view looks up std::string keys
+// without building a key copy.
+struct KeyHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view key) const noexcept {
+    return std::hash<std::string_view>{}(key);
+  }
+};
+struct KeyEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    return a == b;
+  }
+};
+
+// Spreads the key hash so bucket choice and in-bucket slot choice use
+// independent bits.
+inline std::uint64_t MixHash(std::uint64_t h) noexcept {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+inline std::uint64_t RouteHash(std::string_view key) noexcept {
+  return MixHash(KeyHash{}(key));
+}
+
+inline std::size_t RoundUpPowerOfTwo(std::size_t n) noexcept {
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+}  // namespace route_internal
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_ROUTE_ROUTE_OPTIONS_H_
