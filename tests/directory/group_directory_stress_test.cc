@@ -192,7 +192,8 @@ TYPED_TEST(GroupDirectoryStressTest, GroupTeardownWhileMemberHandlesHeld) {
   for (int round = 0; round < rounds; ++round) {
     std::vector<typename TestFixture::Handle> held;
     for (int m = 0; m < kMembers; ++m) {
-      auto h = dir.Create(testing::Key("m", m), Stamped(m, "g"));
+      auto h = dir.Create(testing::Key("m", m), Stamped(m, "g"),
+                          TestPayload{0, static_cast<std::uint64_t>(m), 0});
       ASSERT_TRUE(h.ok());
       held.push_back(std::move(h).value());
     }
