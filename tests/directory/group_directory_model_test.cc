@@ -72,8 +72,8 @@ TYPED_TEST_SUITE(GroupDirectoryModelTest, testing::RouteTypes,
                  testing::RouteTypeNames);
 
 TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
-  const int seeds = testing::StressIterations(testing::kUnderTsan ? 4 : 10);
-  const int steps = testing::StressIterations(testing::kUnderTsan ? 250 : 600);
+  const int seeds = testing::StressIterations(testing::kUnderTsan ? 16 : 40);
+  const int steps = testing::StressIterations(testing::kUnderTsan ? 500 : 800);
   for (int seed = 0; seed < seeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     ManualClock clock;

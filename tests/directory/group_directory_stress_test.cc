@@ -88,7 +88,7 @@ TYPED_TEST(GroupDirectoryStressTest, LookupRacingEraseThenRecreate) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "lookup vs erase-then-recreate");
   constexpr int kKeys = 4;
-  const int rounds = StressIterations(1500);
+  const int rounds = StressIterations(6000);
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> hits{0};
   std::vector<std::thread> readers;
@@ -140,7 +140,7 @@ TYPED_TEST(GroupDirectoryStressTest, LookupRacingEraseThenRecreate) {
 TYPED_TEST(GroupDirectoryStressTest, StaleEraseIfMatchAfterRecreate) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "stale EraseIfMatch");
-  const int rounds = StressIterations(800);
+  const int rounds = StressIterations(8000);
   std::atomic<bool> stop{false};
   std::mutex matched_mu;
   std::vector<ObjectId> matched;  // ids erased by a successful EraseIfMatch
@@ -187,7 +187,7 @@ TYPED_TEST(GroupDirectoryStressTest, StaleEraseIfMatchAfterRecreate) {
 TYPED_TEST(GroupDirectoryStressTest, GroupTeardownWhileMemberHandlesHeld) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "group teardown with held handles");
-  const int rounds = StressIterations(150);
+  const int rounds = StressIterations(600);
   constexpr int kMembers = 8;
   for (int round = 0; round < rounds; ++round) {
     std::vector<typename TestFixture::Handle> held;
@@ -235,7 +235,7 @@ TYPED_TEST(GroupDirectoryStressTest, GroupTeardownWhileMemberHandlesHeld) {
 TYPED_TEST(GroupDirectoryStressTest, DelayedTokenCallbacksNeverTouchRecreatedInstance) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "delayed token callbacks");
-  const int rounds = StressIterations(1000);
+  const int rounds = StressIterations(10000);
   struct Deferred {
     std::string key;
     ObjectToken token;
@@ -301,7 +301,7 @@ TYPED_TEST(GroupDirectoryStressTest, DelayedTokenCallbacksNeverTouchRecreatedIns
 TYPED_TEST(GroupDirectoryStressTest, RacingErasersReleaseExactlyOnce) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "racing erasers");
-  const int rounds = StressIterations(120);
+  const int rounds = StressIterations(400);
   constexpr int kObjects = 12;
   std::uint64_t created_bytes = 0;
   for (int round = 0; round < rounds; ++round) {
@@ -369,7 +369,7 @@ TYPED_TEST(GroupDirectoryStressTest, VisitHandlesDuringChurn) {
       }
     });
   }
-  const int visits = StressIterations(60);
+  const int visits = StressIterations(400);
   for (int v = 0; v < visits; ++v) {
     std::map<std::string, int> stable_seen;
     ASSERT_TRUE(dir.VisitHandles(
@@ -407,7 +407,7 @@ TYPED_TEST(GroupDirectoryStressTest, MixedBatchesUnderEightThreadsNeverDeadlock)
   for (const auto& key : keys) {
     ASSERT_TRUE(dir.Create(key, Stamped(7, group_of(key)), TestPayload{0, 7, 0}).ok());
   }
-  const int iterations = StressIterations(testing::kUnderTsan ? 150 : 400);
+  const int iterations = StressIterations(testing::kUnderTsan ? 1500 : 4000);
   std::atomic<std::uint64_t> callbacks{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {

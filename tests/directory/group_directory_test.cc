@@ -399,7 +399,7 @@ TYPED_TEST(GroupDirectoryTest, L2_OneLockOrderAcrossGroupMemberAndRouteOperation
   options.lifecycle_stripes = 2;
   typename TestFixture::Directory dir(std::move(options));
   Watchdog watchdog(testing::kWatchdogBound, "L2 mixed workload");
-  const int iterations = testing::StressIterations(300);
+  const int iterations = testing::StressIterations(2000);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
