@@ -33,11 +33,15 @@ struct TestPayload {
   ObjectId last_writer = 0;
 };
 
-// One tag per route implementation. The epoch route joins this list next.
+// One tag per route implementation. The epoch route joins this list next,
+// with kUnlinkFreesImmediately = false: its unlinked owners live on in a
+// retired snapshot until a grace period passes (E1), so "the last handle
+// dropped frees the group" holds only after reclamation.
 struct LockedRouteTag {
   template <typename Entry>
   using Route = LockedRoute<Entry>;
   static constexpr const char* kName = "Locked";
+  static constexpr bool kUnlinkFreesImmediately = true;
 };
 
 using RouteTypes = ::testing::Types<LockedRouteTag>;
