@@ -151,8 +151,10 @@ class GroupDirectory {
   // Creates a singleton, or creates-or-joins the explicit group
   // options.group. Errors, each with no state change: kInvalidArgument (bad
   // key or group name), kAlreadyExists (key routed), kFailedPrecondition
-  // (the group is being torn down by EraseGroup), kUnavailable (shut down).
-  // Locks: the key's lifecycle stripe; for a member the catalog (briefly),
+  // (the group is being torn down by EraseGroup), kUnavailable (shut down),
+  // or the route's own write error (the epoch route's kResourceExhausted
+  // under back-pressure; the create is then undone, including a group it
+  // made). Locks: the key's lifecycle stripe; for a member the catalog (briefly),
   // then the group, then the new object, then a route bucket. Blocks behind
   // writers of the same stripe or group; allocates. Not for use inside a
   // callback.
@@ -244,7 +246,9 @@ class GroupDirectory {
   // kNotFound if the key is absent or not active, kInvalidArgument for a bad
   // key, kUnavailable after shutdown. Locks a route bucket (copy the owner,
   // release) then the object lock; blocks only behind an exclusive holder of
-  // this object; does not allocate.
+  // this object; does not allocate. Not callable inside another callback
+  // (it would nest object locks); callable from the removal callback and
+  // from a VisitHandles visitor.
   template <typename Fn>
   Status WithObject(std::string_view key, Fn&& fn) const {
     return LookupOne<false>(key, fn);
@@ -262,7 +266,8 @@ class GroupDirectory {
   // one object lock is held at a time and no lock at all between keys, so
   // duplicate keys and keys of one group cannot self-deadlock. The returned
   // Status is kUnavailable after shutdown, else OK. With an epoch route the
-  // whole batch runs in one epoch.
+  // whole batch runs in one epoch. Does not allocate. Same callback rules as
+  // WithObject.
   template <typename Fn>
   Status WithObjects(KeySpan keys, Fn&& fn) const {
     return LookupBatch<false>(keys, fn);
@@ -274,7 +279,8 @@ class GroupDirectory {
 
   // Revalidates a held handle (D2, D5): runs fn under the object lock only if
   // that very instance is still kActive; a recreated key is a different
-  // instance and is never touched. No route access.
+  // instance and is never touched. No route access; locks the object only;
+  // does not allocate. Same callback rules as WithObject.
   template <typename Fn>
   Status WithHandle(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
@@ -289,7 +295,8 @@ class GroupDirectory {
   }
 
   // Resolves `key` and runs fn only if it names the instance `token` (D5);
-  // kNotFound otherwise (erased, recreated, other tenant instance).
+  // kNotFound otherwise (erased, recreated, other tenant instance). Locks as
+  // WithObject; does not allocate. Same callback rules as WithObject.
   template <typename Fn>
   Status WithToken(std::string_view key, ObjectToken token, Fn&& fn) const {
     return LookupToken<false>(key, token, fn);
@@ -301,7 +308,9 @@ class GroupDirectory {
   }
 
   // A strong handle to the active object (D2); kNotFound if absent or not
-  // kActive. Locks a route bucket shared; one refcount increment.
+  // kActive. Locks a route bucket shared; one refcount increment; does not
+  // allocate. Takes no object lock (the route is a leaf), so it is safe
+  // inside a callback.
   Result<Handle> Pin(std::string_view key) const {
     if (Status s = CheckCall(key); !s.ok()) return s;
     Owner owner = route_.Pin(key);
@@ -338,7 +347,7 @@ class GroupDirectory {
   }
 
   // The catalog's current group of this name; kNotFound if none. Locks the
-  // catalog briefly.
+  // catalog briefly (a leaf), so it is safe inside any callback.
   Result<GroupHandleType> FindGroup(std::string_view name) const {
     if (Status s = CheckCall(name); !s.ok()) return s;
     MutexLock lock(&catalog_mu_);
@@ -354,7 +363,9 @@ class GroupDirectory {
   // removal callback. A member leaves its group; the last member tears the
   // group down. Errors, no state change: kNotFound (unknown or already
   // erased), kFailedPrecondition (lease unexpired and !force, P4),
-  // kInvalidArgument, kUnavailable. Locks the stripe, the group (members),
+  // kInvalidArgument, kUnavailable. A route error on the unlink does not undo
+  // a committed removal: the unlink is parked and retried by later writes
+  // (Diagnostics().pending_unlinks). Locks the stripe, the group (members),
   // the object, a route bucket, the catalog (last member). Not for use inside
   // a WithObject callback; safe inside the removal callback and VisitHandles.
   Status Erase(std::string_view key, EraseOptions options = {}) {
