@@ -616,6 +616,41 @@ TYPED_TEST(GroupDirectoryTest, LastMemberLeavingStartsFreshGroupWithFreshLease) 
   EXPECT_EQ(dir.group_count(), 1u);
 }
 
+TYPED_TEST(GroupDirectoryTest, WithObjectsHoldsAtMostOneObjectLockAtATime) {
+  // A batch over {a, b} blocked on b (held elsewhere) must already have
+  // released a: otherwise this is the classic two-lock deadlock.
+  typename TestFixture::Directory dir(this->Options());
+  this->Must(dir.Create("a", InGroup("g")));
+  this->Must(dir.Create("b", InGroup("g")));
+  Watchdog watchdog(testing::kWatchdogBound, "batch lock scope");
+  std::atomic<bool> b_held{false};
+  std::atomic<bool> a_taken_elsewhere{false};
+  std::atomic<bool> batch_did_a{false};
+  std::thread holder([&] {
+    EXPECT_TRUE(dir.WithObjectExclusive("b", [&](auto&) {
+                     b_held.store(true, std::memory_order_seq_cst);
+                     while (!a_taken_elsewhere.load(std::memory_order_seq_cst)) {
+                       std::this_thread::yield();
+                     }
+                   }).ok());
+  });
+  while (!b_held.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  std::string_view keys[] = {"a", "b"};
+  std::thread batch([&] {
+    EXPECT_TRUE(dir.WithObjectsExclusive(keys, [&](std::size_t i, StatusCode code,
+                                                    auto*) {
+                     EXPECT_EQ(code, StatusCode::kOk);
+                     if (i == 0) batch_did_a.store(true, std::memory_order_seq_cst);
+                   }).ok());
+  });
+  while (!batch_did_a.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  // The batch is now on its way to (or blocked on) b; a must be free.
+  EXPECT_TRUE(dir.WithObjectExclusive("a", [](auto&) {}).ok());
+  a_taken_elsewhere.store(true, std::memory_order_seq_cst);
+  holder.join();
+  batch.join();
+}
+
 TYPED_TEST(GroupDirectoryTest, WithObjectsReportsEachKeyInOrder) {
   typename TestFixture::Directory dir(this->Options());
   this->Must(dir.Create("a", InGroup("g")));
