@@ -1,0 +1,813 @@
+// Copyright 2026 The cairn Authors.
+//
+// GroupDirectory: one tenant's objects. Singletons and explicit groups of
+// objects, each object behind its own reader-writer lock, found in one hash
+// through a route (key -> entry owner), with leases and pins, a group
+// catalog, and lifecycle stripes that serialise creates and erases of one
+// key. See docs/directory.md for the model and docs/concurrency.md for the
+// lock order.
+//
+// The route is a policy: GroupDirectory<Payload, Route>. Route<Entry> is the
+// interface documented in cairn/route/locked_route.h; LockedRoute is the
+// locked reference, and the epoch copy-on-write route implements the same
+// members. Nothing here depends on which route is plugged in.
+//
+// Thread safety: every public method is safe from any thread, concurrently
+// with every other. Lock order (L2), outermost first:
+//   lifecycle stripe -> group catalog (leaf) | group -> object(s) in
+//   ascending key order -> route bucket (leaf)
+// The catalog and the route buckets are leaves: nothing else is acquired
+// while one is held. No lock is held across a host callback (L3) except the
+// object's own lock during a WithObject(s)/WithHandle/WithToken callback,
+// which is the contract. Inside such a callback the host must not call back
+// into this directory (it would nest object locks outside the order) and
+// must not block on work that needs this object. The removal callback
+// (DirectoryOptions::on_removed) runs with no directory lock held and may
+// call any method.
+//
+// Read path: point and batch lookups write no shared state (no counters, no
+// statistics); the locked route's bucket lock word is the one exception,
+// which is exactly the cost the epoch route removes. A read that grants a
+// lease does an atomic max on the object's (or its group's) lease cell.
+
+#ifndef CAIRN_DIRECTORY_GROUP_DIRECTORY_H_
+#define CAIRN_DIRECTORY_GROUP_DIRECTORY_H_
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cairn/base/check.h"
+#include "cairn/base/clock.h"
+#include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
+#include "cairn/base/thread_annotations.h"
+#include "cairn/base/version.h"
+#include "cairn/directory/group_entry.h"
+#include "cairn/directory/handles.h"
+#include "cairn/directory/object_entry.h"
+#include "cairn/route/locked_route.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+using KeySpan = std::span<const std::string_view>;
+
+// What the removal callback learns about an object that left the directory.
+// Emitted exactly once per instance (D6), off-lock (L3).
+struct RemovedObject {
+  ObjectToken token;
+  std::string_view key;  // valid for the duration of the callback
+  GroupId group = kNoGroup;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t counted_bytes = 0;
+};
+
+struct DirectoryOptions {
+  TenantInstanceId tenant_instance = 1;
+  // Keys (and group names) longer than this are rejected.
+  std::size_t max_key_bytes = 1024;
+  // Injected monotonic clock (P5); must outlive the directory.
+  const Clock* clock = nullptr;  // null: Clock::Steady()
+  // Lease granted by every shared read (WithObject(s), WithHandle,
+  // WithToken); 0 grants none. Exclusive access never grants implicitly.
+  std::chrono::nanoseconds read_lease_ttl{0};
+  // Passed to the route. The locked route uses bucket_count only; the epoch
+  // route also uses stripe_count and epoch_domain.
+  RouteOptions route{.bucket_count = 1024};
+  std::size_t lifecycle_stripes = 256;
+  // Default VisitHandles chunk.
+  std::size_t visit_chunk = 256;
+  // Called once per removed object instance, with no directory lock held.
+  std::function<void(const RemovedObject&)> on_removed;
+};
+
+struct CreateOptions {
+  // Empty: a singleton. Otherwise create-or-join this explicit group.
+  std::string_view group;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t counted_bytes = 0;
+  // Initial lease (P1); for a member it extends the group's lease before the
+  // member is routed (D8).
+  std::chrono::nanoseconds lease_ttl{0};
+  std::chrono::nanoseconds soft_pin_ttl{0};
+  bool hard_pin = false;  // P3: set only here
+};
+
+struct EraseOptions {
+  // Erase even if the lease has not expired (P4).
+  bool force = false;
+};
+
+struct DirectoryDiagnostics {
+  std::size_t objects = 0;
+  std::size_t groups = 0;
+  RouteDiagnostics route;
+  // Creates/erases that found their key's lifecycle stripe taken (write path
+  // only). Read-path lock waits are not counted: counting them would need a
+  // shared write per lookup.
+  std::uint64_t lifecycle_stripe_waits = 0;
+  // Removed objects whose route unlink failed (route back-pressure) and is
+  // retried by later writes; they are invisible to every lookup meanwhile.
+  std::size_t pending_unlinks = 0;
+};
+
+template <typename Payload = EmptyPayload,
+          template <typename> class Route = LockedRoute>
+class GroupDirectory {
+ public:
+  using Entry = ObjectEntry<Payload>;
+  using Group = GroupEntry<Payload>;
+  using Handle = ObjectHandle<Payload>;
+  using GroupHandleType = GroupHandle<Payload>;
+  using View = ObjectView<Payload>;
+  using Access = ObjectAccess<Payload>;
+  using RouteType = Route<Entry>;
+  using Owner = std::shared_ptr<Entry>;
+
+  explicit GroupDirectory(DirectoryOptions options = {})
+      : options_(std::move(options)),
+        clock_(options_.clock != nullptr ? options_.clock : Clock::Steady()),
+        route_(options_.route),
+        stripes_(options_.lifecycle_stripes == 0 ? 1
+                                                 : options_.lifecycle_stripes) {
+  }
+
+  GroupDirectory(const GroupDirectory&) = delete;
+  GroupDirectory& operator=(const GroupDirectory&) = delete;
+
+  // ---- create ------------------------------------------------------------
+
+  // Creates a singleton, or creates-or-joins the explicit group
+  // options.group. Errors, each with no state change: kInvalidArgument (bad
+  // key or group name), kAlreadyExists (key routed), kFailedPrecondition
+  // (the group is being torn down by EraseGroup), kUnavailable (shut down),
+  // or the route's own write error (the epoch route's kResourceExhausted
+  // under back-pressure; the create is then undone, including a group it
+  // made). Locks: the key's lifecycle stripe; for a member the catalog (briefly),
+  // then the group, then the new object, then a route bucket. Blocks behind
+  // writers of the same stripe or group; allocates. Not for use inside a
+  // callback.
+  Result<Handle> Create(std::string_view key, const CreateOptions& options = {},
+                        Payload payload = Payload()) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (!options.group.empty() && options.group.size() > options_.max_key_bytes) {
+      return InvalidArgumentError("group name longer than max_key_bytes");
+    }
+    const std::int64_t now = clock_->NowNanos();
+    directory_internal::EntryInit init;
+    init.tenant = options_.tenant_instance;
+    init.key = std::string(key);
+    init.size_bytes = options.size_bytes;
+    init.counted_bytes = options.counted_bytes;
+    init.lease_deadline_nanos =
+        options.lease_ttl.count() > 0 ? now + options.lease_ttl.count() : 0;
+    init.soft_pin_deadline_nanos = options.soft_pin_ttl.count() > 0
+                                       ? now + options.soft_pin_ttl.count()
+                                       : 0;
+    init.hard_pinned = options.hard_pin;
+
+    RetryPendingUnlinks();
+    StripeLock stripe(this, key);
+    if (Owner routed = route_.Pin(key); routed != nullptr) {
+      if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
+        return AlreadyExistsError("key is already routed");
+      }
+      // A removed instance whose unlink is still pending or in flight
+      // (EraseGroup does not hold key stripes): finish it for the remover.
+      Result<bool> unlinked =
+          route_.EraseIfMatch(key, routed->id(), routed.get());
+      if (!unlinked.ok()) return std::move(unlinked).status();
+    }
+    if (options.group.empty()) {
+      init.id = NextObjectId();
+      Owner owner = std::make_shared<Entry>(std::move(init), nullptr,
+                                            std::move(payload));
+      Activate(owner.get());
+      // The stripe serialises creates of this key, so only a route error
+      // (back-pressure) can refuse the slot; then nothing was published.
+      if (Status s = route_.Publish(key, owner); !s.ok()) return s;
+      objects_.fetch_add(1, std::memory_order_relaxed);
+      return Handle(std::move(owner));
+    }
+    // An emptied group leaves the catalog in the same group-lock section
+    // that marks it removing, so a retry finds a fresh group or makes one.
+    for (;;) {
+      std::shared_ptr<Group> group = FindOrMakeGroup(options.group);
+      MutexLock group_lock(&group->mu_);
+      if (!group->active_locked()) {
+        if (group->explicit_teardown_) {
+          return FailedPreconditionError("group is being torn down");
+        }
+        continue;
+      }
+      init.id = NextObjectId();
+      // D8: the group and its lease are wired before the member is routed.
+      if (init.lease_deadline_nanos != 0) {
+        directory_internal::AtomicMax(group->lease_deadline_,
+                                      init.lease_deadline_nanos);
+      }
+      init.lease_deadline_nanos = 0;  // a member's lease is the group's
+      Entry* entry = group->AddMember(std::move(init), std::move(payload));
+      Owner owner(group, entry);  // aliasing: keeps the group alive
+      Activate(entry);
+      if (Status s = route_.Publish(key, owner); !s.ok()) {
+        // Never routed, so nobody else saw it: drop it again. A group this
+        // create made is torn down with it.
+        owner.reset();
+        group->RemoveMember(entry);
+        group->entries_.pop_back();
+        if (group->live_.empty()) {
+          group->SetLifecycle(Lifecycle::kRemoving);
+          RetireFromCatalog(group.get());
+          groups_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        return s;
+      }
+      objects_.fetch_add(1, std::memory_order_relaxed);
+      return Handle(std::move(owner));
+    }
+  }
+
+  // ---- lookups (D1, D6) ----------------------------------------------------
+
+  // Runs fn(View&) with the object's lock held shared and its lifecycle
+  // validated as kActive; grants read_lease_ttl first if configured. Returns
+  // kNotFound if the key is absent or not active, kInvalidArgument for a bad
+  // key, kUnavailable after shutdown. Locks a route bucket (copy the owner,
+  // release) then the object lock; blocks only behind an exclusive holder of
+  // this object; does not allocate. Not callable inside another callback
+  // (it would nest object locks); callable from the removal callback and
+  // from a VisitHandles visitor.
+  template <typename Fn>
+  Status WithObject(std::string_view key, Fn&& fn) const {
+    return LookupOne<false>(key, fn);
+  }
+  // As WithObject with the lock held exclusively; fn(Access&). Grants no
+  // implicit lease.
+  template <typename Fn>
+  Status WithObjectExclusive(std::string_view key, Fn&& fn) const {
+    return LookupOne<true>(key, fn);
+  }
+
+  // Batch lookup. Calls fn(std::size_t index, StatusCode code, View* view)
+  // once per key in order; `view` is non-null exactly when code == kOk and
+  // must not be kept. Per-key codes: kOk, kNotFound, kInvalidArgument. At most
+  // one object lock is held at a time and no lock at all between keys, so
+  // duplicate keys and keys of one group cannot self-deadlock. The returned
+  // Status is kUnavailable after shutdown, else OK. With an epoch route the
+  // whole batch runs in one epoch. Does not allocate. Same callback rules as
+  // WithObject.
+  template <typename Fn>
+  Status WithObjects(KeySpan keys, Fn&& fn) const {
+    return LookupBatch<false>(keys, fn);
+  }
+  template <typename Fn>
+  Status WithObjectsExclusive(KeySpan keys, Fn&& fn) const {
+    return LookupBatch<true>(keys, fn);
+  }
+
+  // Revalidates a held handle (D2, D5): runs fn under the object lock only if
+  // that very instance is still kActive; a recreated key is a different
+  // instance and is never touched. No route access; locks the object only;
+  // does not allocate. Same callback rules as WithObject.
+  template <typename Fn>
+  Status WithHandle(const Handle& handle, Fn&& fn) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (!handle) return InvalidArgumentError("empty handle");
+    return ToStatus(RunLocked<false>(handle.get(), fn));
+  }
+  template <typename Fn>
+  Status WithHandleExclusive(const Handle& handle, Fn&& fn) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (!handle) return InvalidArgumentError("empty handle");
+    return ToStatus(RunLocked<true>(handle.get(), fn));
+  }
+
+  // Resolves `key` and runs fn only if it names the instance `token` (D5);
+  // kNotFound otherwise (erased, recreated, other tenant instance). Locks as
+  // WithObject; does not allocate. Same callback rules as WithObject.
+  template <typename Fn>
+  Status WithToken(std::string_view key, ObjectToken token, Fn&& fn) const {
+    return LookupToken<false>(key, token, fn);
+  }
+  template <typename Fn>
+  Status WithTokenExclusive(std::string_view key, ObjectToken token,
+                            Fn&& fn) const {
+    return LookupToken<true>(key, token, fn);
+  }
+
+  // A strong handle to the active object (D2); kNotFound if absent or not
+  // kActive. Locks a route bucket shared; one refcount increment; does not
+  // allocate. Takes no object lock (the route is a leaf), so it is safe
+  // inside a callback.
+  Result<Handle> Pin(std::string_view key) const {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    Owner owner = route_.Pin(key);
+    if (owner == nullptr || owner->lifecycle_hint() != Lifecycle::kActive) {
+      return NotFoundError("no active object under this key");
+    }
+    return Handle(std::move(owner));
+  }
+
+  // Calls fn(std::span<const Handle>) with every active object, in chunks of
+  // at most `chunk` (0: options.visit_chunk) handles (D9). Route locks are
+  // taken one bucket at a time and released before fn runs, so fn may call
+  // any directory method. Objects created or erased during the visit may or
+  // may not be seen; objects present throughout are seen exactly once.
+  // Allocates the chunk buffers.
+  template <typename Fn>
+  Status VisitHandles(Fn&& fn, std::size_t chunk = 0) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (chunk == 0) chunk = options_.visit_chunk == 0 ? 1 : options_.visit_chunk;
+    std::vector<Handle> handles;
+    handles.reserve(chunk);
+    route_.VisitHandles(chunk, [&](std::span<Owner> owners) {
+      handles.clear();
+      for (Owner& owner : owners) {
+        if (owner->lifecycle_hint() == Lifecycle::kActive) {
+          handles.emplace_back(std::move(owner));
+        }
+      }
+      if (!handles.empty()) {
+        fn(std::span<const Handle>(handles.data(), handles.size()));
+      }
+    });
+    return Status::Ok();
+  }
+
+  // The catalog's current group of this name; kNotFound if none. Locks the
+  // catalog briefly (a leaf), so it is safe inside any callback.
+  Result<GroupHandleType> FindGroup(std::string_view name) const {
+    if (Status s = CheckCall(name); !s.ok()) return s;
+    MutexLock lock(&catalog_mu_);
+    auto it = catalog_.find(name);
+    if (it == catalog_.end()) return NotFoundError("no such group");
+    return GroupHandleType(it->second);
+  }
+
+  // ---- erase (D4, D6, L3) ----------------------------------------------------
+
+  // Erases the object routed under `key`: mark kRemoving under the object
+  // lock, release it, matched-unlink the route, then (off-lock) run the
+  // removal callback. A member leaves its group; the last member tears the
+  // group down. Errors, no state change: kNotFound (unknown or already
+  // erased), kFailedPrecondition (lease unexpired and !force, P4),
+  // kInvalidArgument, kUnavailable. A route error on the unlink does not undo
+  // a committed removal: the unlink is parked and retried by later writes
+  // (Diagnostics().pending_unlinks). Locks the stripe, the group (members),
+  // the object, a route bucket, the catalog (last member). Not for use inside
+  // a WithObject callback; safe inside the removal callback and VisitHandles.
+  Status Erase(std::string_view key, EraseOptions options = {}) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    RetryPendingUnlinks();
+    Removal removal;
+    {
+      StripeLock stripe(this, key);
+      Owner owner = route_.Pin(key);
+      if (owner == nullptr) return NotFoundError("key is not routed");
+      if (Status s = EraseInstance(owner, options, &removal); !s.ok()) return s;
+    }
+    FinishRemoval(removal);
+    return Status::Ok();
+  }
+
+  // Erases `key` only if it still names the instance (id, entry): a stale id
+  // or pointer never touches a recreated entry (D4). `entry` is compared,
+  // never dereferenced. Returns true iff this call erased it; false for a
+  // stale identity, an object already being removed, a live lease without
+  // force, bad input or shutdown. Same locks as Erase.
+  bool EraseIfMatch(std::string_view key, ObjectId id, const Entry* entry,
+                    EraseOptions options = {}) {
+    if (!CheckCall(key).ok()) return false;
+    RetryPendingUnlinks();
+    Removal removal;
+    {
+      StripeLock stripe(this, key);
+      Owner owner = route_.Pin(key);
+      if (owner == nullptr || owner.get() != entry || owner->id() != id) {
+        return false;
+      }
+      if (!EraseInstance(owner, options, &removal).ok()) return false;
+    }
+    FinishRemoval(removal);
+    return true;
+  }
+
+  // Erases every member of the named group, all or none. Locks the group,
+  // then every member exclusively in ascending key order, checks them all
+  // (P4 unless force), marks them all kRemoving, releases the members,
+  // unlinks each route slot, retires the group from the catalog, releases
+  // the group, and only then runs the removal callbacks. Errors, no state
+  // change: kNotFound (no such group, or already torn down),
+  // kFailedPrecondition (group lease unexpired and !force), kInvalidArgument,
+  // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
+  Status EraseGroup(std::string_view name, EraseOptions options = {}) {
+    if (Status s = CheckCall(name); !s.ok()) return s;
+    RetryPendingUnlinks();
+    std::shared_ptr<Group> group;
+    {
+      MutexLock lock(&catalog_mu_);
+      auto it = catalog_.find(name);
+      if (it == catalog_.end()) return NotFoundError("no such group");
+      group = it->second;
+    }
+    std::vector<Removal> removals;
+    {
+      MutexLock group_lock(&group->mu_);
+      if (!group->active_locked()) return NotFoundError("group torn down");
+      if (!options.force &&
+          group->lease_deadline_.load(std::memory_order_relaxed) >
+              clock_->NowNanos()) {
+        return FailedPreconditionError("group lease has not expired");
+      }
+      std::vector<Entry*> members;
+      members.reserve(group->live_.size());
+      for (const auto& m : group->live_) members.push_back(m.entry);
+      std::sort(members.begin(), members.end(),
+                [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+      // Group transaction: all member locks, ascending key order (L2). A
+      // reader extending the group lease holds its member's shared lock, so
+      // with every member locked the lease check above cannot be overtaken.
+      for (Entry* e : members) LockObject(e);
+      const bool leased = !options.force &&
+                          group->lease_deadline_.load(std::memory_order_relaxed) >
+                              clock_->NowNanos();
+      if (!leased) {
+        removals.reserve(members.size());
+        for (Entry* e : members) {
+          MarkRemoving(e);
+          removals.push_back(MakeRemoval(Owner(group, e)));
+        }
+      }
+      for (auto it = members.rbegin(); it != members.rend(); ++it) {
+        UnlockObject(*it);
+      }
+      if (leased) return FailedPreconditionError("group lease has not expired");
+      group->explicit_teardown_ = true;
+      group->SetLifecycle(Lifecycle::kRemoving);
+      for (Removal& r : removals) Unlink(r.owner);
+      group->live_.clear();
+      RetireFromCatalog(group.get());
+    }
+    objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
+    groups_.fetch_sub(1, std::memory_order_relaxed);
+    for (Removal& r : removals) RunRemovedCallback(r);
+    return Status::Ok();
+  }
+
+  // ---- lifecycle and diagnostics --------------------------------------------
+
+  // Every later call fails with kUnavailable (a second Shutdown too). Calls
+  // already running finish. Objects stay allocated until the directory is
+  // destroyed; handles stay valid after that. No lock.
+  Status Shutdown() {
+    if (shut_down_.exchange(true, std::memory_order_acq_rel)) {
+      return UnavailableError("directory is shut down");
+    }
+    return Status::Ok();
+  }
+  bool is_shut_down() const noexcept {
+    return shut_down_.load(std::memory_order_acquire);
+  }
+
+  // Counts and route occupancy. Cold: locks every route bucket in turn.
+  // Allowed after shutdown.
+  DirectoryDiagnostics Diagnostics() const {
+    DirectoryDiagnostics d;
+    d.objects = objects_.load(std::memory_order_relaxed);
+    d.groups = groups_.load(std::memory_order_relaxed);
+    d.route = route_.Diagnostics();
+    d.lifecycle_stripe_waits =
+        stripe_waits_.load(std::memory_order_relaxed);
+    d.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
+    return d;
+  }
+  std::size_t object_count() const noexcept {
+    return objects_.load(std::memory_order_relaxed);
+  }
+  std::size_t group_count() const noexcept {
+    return groups_.load(std::memory_order_relaxed);
+  }
+  TenantInstanceId tenant_instance() const noexcept {
+    return options_.tenant_instance;
+  }
+  // The route, for tests (bucket placement) and benchmarks.
+  const RouteType& route() const noexcept { return route_; }
+
+ private:
+  struct Removal {
+    Owner owner;  // keeps the entry (and its key) alive for the callback
+    RemovedObject info;
+  };
+
+  struct alignas(64) Stripe {
+    Mutex mu;
+  };
+
+  // Lifecycle stripe lock; counts a wait when the stripe was taken.
+  class StripeLock {
+   public:
+    StripeLock(const GroupDirectory* d, std::string_view key)
+        CAIRN_NO_THREAD_SAFETY_ANALYSIS
+        : mu_(&d->StripeFor(key)) {
+      if (!mu_->TryLock()) {
+        d->stripe_waits_.fetch_add(1, std::memory_order_relaxed);
+        mu_->Lock();
+      }
+    }
+    ~StripeLock() CAIRN_NO_THREAD_SAFETY_ANALYSIS { mu_->Unlock(); }
+    StripeLock(const StripeLock&) = delete;
+    StripeLock& operator=(const StripeLock&) = delete;
+
+   private:
+    Mutex* const mu_;
+  };
+
+  Mutex& StripeFor(std::string_view key) const {
+    const std::uint64_t h = route_internal::MixHash(
+        std::hash<std::string_view>{}(key) ^ 0x9e3779b97f4a7c15ULL);
+    return stripes_[h % stripes_.size()].mu;
+  }
+
+  Status CheckShutdown() const {
+    if (shut_down_.load(std::memory_order_acquire)) {
+      return UnavailableError("directory is shut down");
+    }
+    return Status::Ok();
+  }
+  StatusCode KeyCode(std::string_view key) const noexcept {
+    if (key.empty() || key.size() > options_.max_key_bytes) {
+      return StatusCode::kInvalidArgument;
+    }
+    return StatusCode::kOk;
+  }
+  Status CheckCall(std::string_view key) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (key.empty()) return InvalidArgumentError("empty key");
+    if (key.size() > options_.max_key_bytes) {
+      return InvalidArgumentError("key longer than max_key_bytes");
+    }
+    return Status::Ok();
+  }
+  static Status ToStatus(StatusCode code) {
+    switch (code) {
+      case StatusCode::kOk:
+        return Status::Ok();
+      case StatusCode::kInvalidArgument:
+        return InvalidArgumentError("bad key");
+      default:
+        return NotFoundError("no active object under this key");
+    }
+  }
+
+  ObjectId NextObjectId() noexcept {
+    return next_object_id_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  static void LockObject(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    e->mu_.Lock();
+  }
+  static void UnlockObject(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    e->mu_.Unlock();
+  }
+  static void Activate(Entry* e) {
+    WriterLock lock(&e->mu_);
+    e->SetLifecycle(Lifecycle::kActive);
+  }
+  static void MarkRemoving(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    e->SetLifecycle(Lifecycle::kRemoving);
+  }
+
+  RemovedObject Describe(const Entry* e) const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    RemovedObject info;
+    info.token = e->token();
+    info.key = e->key();
+    info.group = e->group() == nullptr ? kNoGroup : e->group()->id();
+    info.size_bytes = e->size_bytes_;
+    info.counted_bytes = e->counted_bytes();
+    return info;
+  }
+  Removal MakeRemoval(Owner owner) const {
+    Removal r;
+    r.info = Describe(owner.get());
+    r.owner = std::move(owner);
+    return r;
+  }
+
+  // The lock-and-validate core of every lookup (D1, D6).
+  template <bool kExclusive, typename Fn>
+  StatusCode RunLocked(Entry* e, Fn& fn) const {
+    if constexpr (kExclusive) {
+      WriterLock lock(&e->mu_);
+      if (!e->active_locked() || e->tenant_ != options_.tenant_instance) {
+        return StatusCode::kNotFound;
+      }
+      Access access(*e, clock_);
+      fn(access);
+    } else {
+      ReaderLock lock(&e->mu_);
+      if (!e->active_locked() || e->tenant_ != options_.tenant_instance) {
+        return StatusCode::kNotFound;
+      }
+      View view(*e, clock_);
+      if (options_.read_lease_ttl.count() > 0) {
+        view.GrantLease(options_.read_lease_ttl);
+      }
+      fn(view);
+    }
+    return StatusCode::kOk;
+  }
+
+  template <bool kExclusive, typename Fn>
+  Status LookupOne(std::string_view key, Fn& fn) const {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    StatusCode code = StatusCode::kNotFound;
+    route_.WithEntry(key, [&](Entry* e) {
+      if (e != nullptr) code = RunLocked<kExclusive>(e, fn);
+    });
+    return ToStatus(code);
+  }
+
+  template <bool kExclusive, typename Fn>
+  Status LookupToken(std::string_view key, ObjectToken token, Fn& fn) const {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (token.tenant != options_.tenant_instance) {
+      return NotFoundError("token of another tenant instance");
+    }
+    StatusCode code = StatusCode::kNotFound;
+    route_.WithEntry(key, [&](Entry* e) {
+      if (e != nullptr && e->id() == token.object) {
+        code = RunLocked<kExclusive>(e, fn);
+      }
+    });
+    return ToStatus(code);
+  }
+
+  template <bool kExclusive, typename Fn>
+  Status LookupBatch(KeySpan keys, Fn& fn) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    using Arg = std::conditional_t<kExclusive, Access, View>;
+    route_.WithEntries(keys, [&](std::size_t i, Entry* e) {
+      StatusCode code = KeyCode(keys[i]);
+      if (code == StatusCode::kOk) {
+        if (e == nullptr) {
+          code = StatusCode::kNotFound;
+        } else {
+          bool ran = false;
+          auto run = [&](Arg& arg) {
+            ran = true;
+            fn(i, StatusCode::kOk, &arg);
+          };
+          code = RunLocked<kExclusive>(e, run);
+          if (ran) return;
+        }
+      }
+      fn(i, code, static_cast<Arg*>(nullptr));
+    });
+    return Status::Ok();
+  }
+
+  std::shared_ptr<Group> FindOrMakeGroup(std::string_view name) {
+    MutexLock lock(&catalog_mu_);
+    auto it = catalog_.find(name);
+    if (it != catalog_.end()) return it->second;
+    auto group = std::make_shared<Group>(
+        next_group_id_.fetch_add(1, std::memory_order_relaxed),
+        std::string(name));
+    catalog_.emplace(std::string(name), group);
+    groups_.fetch_add(1, std::memory_order_relaxed);
+    return group;
+  }
+
+  // Removes `group` from the catalog if the catalog still names it. The
+  // catalog is a leaf, so this may run under the group lock.
+  void RetireFromCatalog(const Group* group) {
+    MutexLock lock(&catalog_mu_);
+    auto it = catalog_.find(group->name());
+    if (it != catalog_.end() && it->second.get() == group) catalog_.erase(it);
+  }
+
+  // Erase protocol for one routed instance. Caller holds the key's stripe.
+  Status EraseInstance(const Owner& owner, const EraseOptions& options,
+                       Removal* removal) {
+    Entry* e = owner.get();
+    Group* group = e->group();
+    if (group == nullptr) {
+      {
+        WriterLock lock(&e->mu_);
+        if (Status s = CheckErasable(e, options); !s.ok()) return s;
+        e->SetLifecycle(Lifecycle::kRemoving);
+        *removal = MakeRemoval(owner);
+      }
+      // Object lock released before the route changes (L3).
+      Unlink(owner);
+      objects_.fetch_sub(1, std::memory_order_relaxed);
+      return Status::Ok();
+    }
+    bool group_gone = false;
+    {
+      MutexLock group_lock(&group->mu_);
+      {
+        WriterLock lock(&e->mu_);
+        if (Status s = CheckErasable(e, options); !s.ok()) return s;
+        e->SetLifecycle(Lifecycle::kRemoving);
+        *removal = MakeRemoval(owner);
+      }
+      group->RemoveMember(e);
+      if (group->live_.empty()) {
+        group->SetLifecycle(Lifecycle::kRemoving);
+        RetireFromCatalog(group);
+        group_gone = true;
+      }
+      Unlink(owner);
+    }
+    objects_.fetch_sub(1, std::memory_order_relaxed);
+    if (group_gone) groups_.fetch_sub(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
+  Status CheckErasable(const Entry* e, const EraseOptions& options) const
+      CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kActive) {
+      return NotFoundError("object is already being removed");
+    }
+    if (!options.force) {
+      const std::int64_t lease =
+          e->group() == nullptr
+              ? e->lease_deadline_.load(std::memory_order_relaxed)
+              : e->group()->lease_deadline_.load(std::memory_order_relaxed);
+      if (lease > clock_->NowNanos()) {
+        return FailedPreconditionError("lease has not expired");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Matched unlink of a removed instance. The removal is already committed
+  // (kRemoving: no lookup returns it), so a route error does not undo it:
+  // the owner is parked and the unlink retried by later writes. `false`
+  // (no match) means another writer already unlinked it.
+  void Unlink(const Owner& owner) {
+    Result<bool> r = route_.EraseIfMatch(owner->key(), owner->id(), owner.get());
+    if (r.ok()) return;
+    MutexLock lock(&pending_mu_);
+    pending_.push_back(owner);
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  }
+
+  // Retries parked unlinks. Called with no lock held at the start of every
+  // write; costs one relaxed load when nothing is parked.
+  void RetryPendingUnlinks() {
+    if (pending_count_.load(std::memory_order_relaxed) == 0) return;
+    std::vector<Owner> parked;
+    {
+      MutexLock lock(&pending_mu_);
+      parked.swap(pending_);
+      pending_count_.store(0, std::memory_order_relaxed);
+    }
+    for (const Owner& owner : parked) Unlink(owner);
+  }
+
+  void FinishRemoval(Removal& removal) { RunRemovedCallback(removal); }
+  void RunRemovedCallback(Removal& removal) {
+    if (options_.on_removed) options_.on_removed(removal.info);
+    removal.owner.reset();  // the last owner may free the entry here, off-lock
+  }
+
+  const DirectoryOptions options_;
+  const Clock* const clock_;
+  RouteType route_;
+  mutable std::vector<Stripe> stripes_;
+
+  mutable Mutex catalog_mu_;
+  std::unordered_map<std::string, std::shared_ptr<Group>,
+                     route_internal::KeyHash, route_internal::KeyEq>
+      catalog_ CAIRN_GUARDED_BY(catalog_mu_);
+
+  // Parked unlinks (a leaf lock: only route writes run after it, unlocked).
+  Mutex pending_mu_;
+  std::vector<Owner> pending_ CAIRN_GUARDED_BY(pending_mu_);
+  std::atomic<std::size_t> pending_count_{0};
+
+  std::atomic<bool> shut_down_{false};
+  std::atomic<ObjectId> next_object_id_{1};
+  std::atomic<GroupId> next_group_id_{1};
+  std::atomic<std::size_t> objects_{0};
+  std::atomic<std::size_t> groups_{0};
+  mutable std::atomic<std::uint64_t> stripe_waits_{0};
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_DIRECTORY_GROUP_DIRECTORY_H_

@@ -1,0 +1,212 @@
+// Copyright 2026 The cairn Authors.
+//
+// LockedRoute: the read-path RFC's locked reference route ("owning"). A fixed
+// array of route buckets, each an owning string map from key to an entry
+// owner, guarded by one reader-writer lock per bucket. A lookup copies the
+// owner under the bucket's shared lock, releases the lock, and only then hands
+// the entry to the caller; the copied owner keeps the entry alive for the
+// call.
+//
+// This is the route interface GroupDirectory is written against. The epoch
+// copy-on-write route (ObjectRouteIndex) implements the same members; this
+// one lives on as the test oracle and the `owning` benchmark baseline. It is
+// not a library option for hosts (product.md, non-goals).
+//
+// Route interface (what a Route<Entry> must provide):
+//   using Owner = std::shared_ptr<Entry>;
+//   explicit Route(const RouteOptions&);
+//   template <class Fn> void WithEntry(std::string_view key, Fn&& fn) const;
+//       fn(Entry*) with the entry borrowed for the call, nullptr if absent.
+//   template <class Fn> void WithEntries(std::span<const std::string_view>,
+//                                        Fn&& fn) const;
+//       fn(std::size_t index, Entry*) for every key, in order.
+//   Owner Pin(std::string_view key) const;
+//   template <class Fn> void VisitHandles(std::size_t chunk, Fn&& fn) const;
+//       fn(std::span<Owner>) once per chunk of at most `chunk` owners.
+//   Status Publish(std::string_view key, Owner owner);  // insert-only (D3):
+//       kAlreadyExists if routed; a route may also fail with
+//       kResourceExhausted (the epoch route under back-pressure, E4).
+//   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+//                             const Entry* entry);    // matched unlink (D4)
+//       true: unlinked; false: no match; an error: nothing changed.
+//   RouteDiagnostics Diagnostics() const;
+// Entry must expose `std::uint64_t id() const`.
+//
+// Thread safety: every member is safe from any thread. The bucket lock is a
+// leaf: no route member calls back into the host, takes another lock, or runs
+// a callback while it holds a bucket lock (L3). Callbacks passed to WithEntry,
+// WithEntries and VisitHandles run with no route lock held, so they may take
+// group and object locks and may even publish or unlink (the owner copy keeps
+// the entry alive). Reads write nothing shared except the bucket lock word
+// itself, which is the cost this reference route exists to measure.
+
+#ifndef CAIRN_ROUTE_LOCKED_ROUTE_H_
+#define CAIRN_ROUTE_LOCKED_ROUTE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cairn/base/check.h"
+#include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
+#include "cairn/base/thread_annotations.h"
+#include "cairn/base/version.h"
+#include "cairn/route/route_options.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+template <typename Entry>
+class LockedRoute {
+ public:
+  using Owner = std::shared_ptr<Entry>;
+
+  // Uses options.bucket_count only (no stripes, no epoch domain).
+  explicit LockedRoute(const RouteOptions& options = {})
+      : mask_(route_internal::RoundUpPowerOfTwo(
+                  options.bucket_count == 0 ? 1 : options.bucket_count) -
+              1),
+        buckets_(mask_ + 1) {}
+
+  LockedRoute(const LockedRoute&) = delete;
+  LockedRoute& operator=(const LockedRoute&) = delete;
+
+  // Calls fn(Entry*) with the routed entry, or nullptr if `key` is not
+  // routed. Locks the key's bucket shared only to copy the owner; fn runs
+  // unlocked while the copy keeps the entry alive. Blocks only behind a
+  // writer of the same bucket; does not allocate.
+  template <typename Fn>
+  void WithEntry(std::string_view key, Fn&& fn) const {
+    Owner owner = Pin(key);
+    fn(owner.get());
+  }
+
+  // Calls fn(index, Entry*) for each key in order; nullptr for an absent key.
+  // One bucket lock at a time, released before fn runs.
+  template <typename Fn>
+  void WithEntries(std::span<const std::string_view> keys, Fn&& fn) const {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      Owner owner = Pin(keys[i]);
+      fn(i, owner.get());
+    }
+  }
+
+  // A strong owner of the routed entry, or null. Locks the bucket shared.
+  Owner Pin(std::string_view key) const {
+    const Bucket& bucket = BucketFor(key);
+    ReaderLock lock(&bucket.mu);
+    auto it = bucket.map.find(key);
+    if (it == bucket.map.end()) return Owner();
+    return it->second;
+  }
+
+  // Emits every routed owner in chunks of at most `chunk` (>= 1) owners.
+  // Each bucket is copied under its own shared lock, then the lock is
+  // released before fn(std::span<Owner>) runs, so no lock is held across the
+  // whole population or across fn. Allocates the chunk buffer. Entries
+  // published or unlinked during the visit may or may not be emitted.
+  template <typename Fn>
+  void VisitHandles(std::size_t chunk, Fn&& fn) const {
+    if (chunk == 0) chunk = 1;
+    std::vector<Owner> staged;
+    for (const Bucket& bucket : buckets_) {
+      {
+        ReaderLock lock(&bucket.mu);
+        for (const auto& [key, owner] : bucket.map) staged.push_back(owner);
+      }
+      std::size_t begin = 0;
+      while (staged.size() - begin >= chunk) {
+        fn(std::span<Owner>(staged.data() + begin, chunk));
+        begin += chunk;
+      }
+      staged.erase(staged.begin(), staged.begin() + begin);
+    }
+    if (!staged.empty()) fn(std::span<Owner>(staged.data(), staged.size()));
+  }
+
+  // Insert-only (D3): routes `key` to `owner`, or returns kAlreadyExists and
+  // changes nothing if `key` is already routed. Locks the bucket
+  // exclusively; allocates the key copy and the map node. Never fails
+  // otherwise (no back-pressure in the locked route).
+  Status Publish(std::string_view key, Owner owner) {
+    CAIRN_CHECK(owner != nullptr);
+    std::string lookup_key(key);  // allocated before the lock is taken
+    Bucket& bucket = BucketFor(key);
+    WriterLock lock(&bucket.mu);
+    if (!bucket.map.try_emplace(std::move(lookup_key), std::move(owner)).second) {
+      return AlreadyExistsError("key is already routed");
+    }
+    return Status::Ok();
+  }
+
+  // Matched unlink (D4): removes `key` only if it still resolves to an entry
+  // with this id at this address. true: unlinked; false: no match, nothing
+  // changed. Never an error in the locked route. The unlinked owner is
+  // destroyed after the bucket lock is released, so an entry's destructor
+  // never runs under a route lock.
+  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+                            const Entry* entry) {
+    Bucket& bucket = BucketFor(key);
+    Owner unlinked;
+    {
+      WriterLock lock(&bucket.mu);
+      auto it = bucket.map.find(key);
+      if (it == bucket.map.end()) return false;
+      if (it->second.get() != entry || it->second->id() != id) return false;
+      unlinked = std::move(it->second);
+      bucket.map.erase(it);
+    }
+    return true;
+  }
+
+  // Occupancy, read bucket by bucket under each shared lock (not an atomic
+  // snapshot of the whole route); the epoch-only fields stay zero. Cold.
+  RouteDiagnostics Diagnostics() const {
+    RouteDiagnostics d;
+    d.bucket_count = buckets_.size();
+    for (const Bucket& bucket : buckets_) {
+      ReaderLock lock(&bucket.mu);
+      const std::size_t n = bucket.map.size();
+      d.entries += n;
+      if (n != 0) ++d.nonempty_buckets;
+      if (n > d.max_bucket_entries) d.max_bucket_entries = n;
+    }
+    return d;
+  }
+
+  std::size_t bucket_count() const noexcept { return buckets_.size(); }
+
+  // Which bucket a key lands in (tests use it to force collisions).
+  std::size_t BucketIndex(std::string_view key) const noexcept {
+    return static_cast<std::size_t>(route_internal::RouteHash(key)) & mask_;
+  }
+
+ private:
+  struct alignas(64) Bucket {
+    mutable SharedMutex mu;
+    std::unordered_map<std::string, Owner, route_internal::KeyHash,
+                       route_internal::KeyEq>
+        map CAIRN_GUARDED_BY(mu);
+  };
+
+  const Bucket& BucketFor(std::string_view key) const noexcept {
+    return buckets_[BucketIndex(key)];
+  }
+  Bucket& BucketFor(std::string_view key) noexcept {
+    return buckets_[BucketIndex(key)];
+  }
+
+  const std::size_t mask_;
+  std::vector<Bucket> buckets_;
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_ROUTE_LOCKED_ROUTE_H_

@@ -1,0 +1,281 @@
+// Copyright 2026 The cairn Authors.
+//
+// Model-based random test: random operation sequences run against the
+// directory and against a single-threaded model of the semantics (singletons,
+// explicit groups with one shared lease, create-or-join, erase, erase-group
+// all-or-none, matched erase, leases on the injected clock, reads that grant
+// a lease), compared in full after every step.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/base/clock.h"
+#include "cairn/directory/group_directory.h"
+#include "directory/directory_testing.h"
+#include "testing/stress.h"
+
+namespace cairn {
+namespace {
+
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+using testing::TestPayload;
+
+constexpr std::int64_t kReadLease = 2'000'000'000;  // 2 s
+
+struct ModelObject {
+  ObjectId id = 0;
+  std::string group;  // empty: singleton
+  std::int64_t value = 0;
+  std::int64_t lease = 0;  // singletons only
+};
+
+struct ModelGroup {
+  std::set<std::string> members;
+  std::int64_t lease = 0;
+};
+
+class Model {
+ public:
+  std::map<std::string, ModelObject> objects;
+  std::map<std::string, ModelGroup> groups;
+
+  std::int64_t Lease(const ModelObject& o) const {
+    return o.group.empty() ? o.lease : groups.at(o.group).lease;
+  }
+  void GrantRead(const std::string& key, std::int64_t now) {
+    ModelObject& o = objects.at(key);
+    std::int64_t& cell = o.group.empty() ? o.lease : groups.at(o.group).lease;
+    cell = std::max(cell, now + kReadLease);
+  }
+  void Remove(const std::string& key) {
+    const std::string group = objects.at(key).group;
+    objects.erase(key);
+    if (!group.empty()) {
+      groups.at(group).members.erase(key);
+      if (groups.at(group).members.empty()) groups.erase(group);
+    }
+  }
+};
+
+template <typename Tag>
+class GroupDirectoryModelTest : public ::testing::Test {};
+
+TYPED_TEST_SUITE(GroupDirectoryModelTest, testing::RouteTypes,
+                 testing::RouteTypeNames);
+
+TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
+  const int seeds = testing::StressIterations(testing::kUnderTsan ? 16 : 40);
+  const int steps = testing::StressIterations(testing::kUnderTsan ? 500 : 800);
+  for (int seed = 0; seed < seeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ManualClock clock;
+    DirectoryOptions options;
+    options.clock = &clock;
+    options.read_lease_ttl = nanoseconds(kReadLease);
+    options.route.bucket_count = 4;
+    options.lifecycle_stripes = 2;
+    std::map<ObjectId, int> removals;
+    options.on_removed = [&](const RemovedObject& r) { ++removals[r.token.object]; };
+    testing::TestDirectory<TypeParam> dir(std::move(options));
+    Model model;
+    std::mt19937_64 rng(seed * 7919 + 17);
+    std::vector<std::string> keys;
+    for (int i = 0; i < 10; ++i) keys.push_back(testing::Key("key", i));
+    const std::vector<std::string> group_names = {"ga", "gb", "gc"};
+    // Old identities, for stale EraseIfMatch.
+    std::vector<std::pair<std::string, typename testing::TestDirectory<TypeParam>::Handle>>
+        history;
+
+    auto pick = [&](const auto& v) -> const auto& { return v[rng() % v.size()]; };
+
+    for (int step = 0; step < steps; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const std::int64_t now = clock.NowNanos();
+      const int op = static_cast<int>(rng() % 11);
+      const std::string& key = pick(keys);
+      switch (op) {
+        case 0:
+        case 1: {  // create singleton or member
+          CreateOptions create;
+          std::string group;
+          if (op == 1) {
+            group = pick(group_names);
+            create.group = group;
+          }
+          const bool leased = rng() % 3 == 0;
+          if (leased) create.lease_ttl = seconds(5);
+          const std::int64_t value = static_cast<std::int64_t>(rng() % 1000);
+          auto result = dir.Create(key, create, TestPayload{value, 0, 0});
+          if (model.objects.count(key) != 0) {
+            EXPECT_EQ(result.status().code(), StatusCode::kAlreadyExists);
+            break;
+          }
+          ASSERT_TRUE(result.ok()) << result.status().ToString();
+          ModelObject o;
+          o.id = result.value()->id();
+          o.group = group;
+          o.value = value;
+          const std::int64_t deadline = leased ? now + nanoseconds(seconds(5)).count() : 0;
+          if (group.empty()) {
+            o.lease = deadline;
+          } else {
+            ModelGroup& g = model.groups[group];
+            g.members.insert(key);
+            g.lease = std::max(g.lease, deadline);
+          }
+          model.objects[key] = o;
+          history.emplace_back(key, std::move(result).value());
+          break;
+        }
+        case 2: {  // erase
+          const bool force = rng() % 2 == 0;
+          const Status s = dir.Erase(key, EraseOptions{force});
+          auto it = model.objects.find(key);
+          if (it == model.objects.end()) {
+            EXPECT_EQ(s.code(), StatusCode::kNotFound);
+          } else if (!force && model.Lease(it->second) > now) {
+            EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+          } else {
+            EXPECT_TRUE(s.ok()) << s.ToString();
+            model.Remove(key);
+          }
+          break;
+        }
+        case 3: {  // erase group
+          const std::string& group = pick(group_names);
+          const bool force = rng() % 2 == 0;
+          const Status s = dir.EraseGroup(group, EraseOptions{force});
+          auto it = model.groups.find(group);
+          if (it == model.groups.end()) {
+            EXPECT_EQ(s.code(), StatusCode::kNotFound);
+          } else if (!force && it->second.lease > now) {
+            EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+          } else {
+            EXPECT_TRUE(s.ok()) << s.ToString();
+            const std::set<std::string> members = it->second.members;
+            for (const auto& m : members) model.Remove(m);
+          }
+          break;
+        }
+        case 4: {  // matched erase with a current or stale identity
+          if (history.empty()) break;
+          const auto& [old_key, handle] = pick(history);
+          const bool ok = dir.EraseIfMatch(old_key, handle->id(), handle.get(),
+                                           EraseOptions{true});
+          auto it = model.objects.find(old_key);
+          const bool expect = it != model.objects.end() && it->second.id == handle->id();
+          EXPECT_EQ(ok, expect);
+          if (expect) model.Remove(old_key);
+          break;
+        }
+        case 5: {  // exclusive write
+          const std::int64_t value = static_cast<std::int64_t>(rng() % 1000);
+          const Status s = dir.WithObjectExclusive(key, [&](auto& a) { a.payload().value = value; });
+          auto it = model.objects.find(key);
+          if (it == model.objects.end()) {
+            EXPECT_EQ(s.code(), StatusCode::kNotFound);
+          } else {
+            EXPECT_TRUE(s.ok());
+            it->second.value = value;
+          }
+          break;
+        }
+        case 6: {  // shared batch read (grants the read lease)
+          std::vector<std::string_view> batch;
+          for (int i = 0; i < 5; ++i) batch.push_back(pick(keys));
+          ASSERT_TRUE(dir.WithObjects(batch, [&](std::size_t i, StatusCode code, auto* v) {
+                           const std::string k(batch[i]);
+                           auto it = model.objects.find(k);
+                           if (it == model.objects.end()) {
+                             EXPECT_EQ(code, StatusCode::kNotFound);
+                             EXPECT_EQ(v, nullptr);
+                             return;
+                           }
+                           ASSERT_NE(v, nullptr);
+                           model.GrantRead(k, now);
+                           EXPECT_EQ(v->id(), it->second.id);
+                           EXPECT_EQ(v->payload().value, it->second.value);
+                           EXPECT_EQ(v->lease_deadline_nanos(), model.Lease(it->second));
+                         }).ok());
+          break;
+        }
+        case 7: {  // point read
+          const Status s = dir.WithObject(key, [&](auto& v) {
+            EXPECT_EQ(v.payload().value, model.objects.at(key).value);
+          });
+          if (model.objects.count(key) == 0) {
+            EXPECT_EQ(s.code(), StatusCode::kNotFound);
+          } else {
+            EXPECT_TRUE(s.ok());
+            model.GrantRead(key, now);
+          }
+          break;
+        }
+        case 8:
+          clock.Advance(seconds(1 + static_cast<int>(rng() % 3)));
+          break;
+        case 9: {  // pin
+          auto pinned = dir.Pin(key);
+          auto it = model.objects.find(key);
+          EXPECT_EQ(pinned.ok(), it != model.objects.end());
+          if (pinned.ok() && it != model.objects.end()) {
+            EXPECT_EQ(pinned.value()->id(), it->second.id);
+          }
+          break;
+        }
+        default: {  // token lookup with a current or stale token
+          if (history.empty()) break;
+          const auto& [old_key, handle] = pick(history);
+          const Status s = dir.WithTokenExclusive(old_key, handle.token(), [](auto&) {});
+          auto it = model.objects.find(old_key);
+          EXPECT_EQ(s.ok(), it != model.objects.end() && it->second.id == handle->id());
+          break;
+        }
+      }
+
+      // Full comparison (exclusive access grants no lease, so it observes
+      // without changing the model).
+      for (const auto& k : keys) {
+        auto it = model.objects.find(k);
+        const Status s = dir.WithObjectExclusive(k, [&](auto& a) {
+          ASSERT_NE(it, model.objects.end());
+          EXPECT_EQ(a.id(), it->second.id);
+          EXPECT_EQ(a.payload().value, it->second.value);
+          EXPECT_EQ(a.lease_deadline_nanos(), model.Lease(it->second));
+          EXPECT_EQ(a.is_singleton(), it->second.group.empty());
+        });
+        EXPECT_EQ(s.ok(), it != model.objects.end()) << k;
+      }
+      for (const auto& name : group_names) {
+        auto found = dir.FindGroup(name);
+        auto it = model.groups.find(name);
+        ASSERT_EQ(found.ok(), it != model.groups.end()) << name;
+        if (!found.ok()) continue;
+        std::set<ObjectId> ids;
+        for (ObjectId id : found.value()->MemberIds()) ids.insert(id);
+        std::set<ObjectId> expected;
+        for (const auto& m : it->second.members) expected.insert(model.objects.at(m).id);
+        EXPECT_EQ(ids, expected);
+        EXPECT_EQ(found.value()->lease_deadline_nanos(), it->second.lease);
+      }
+      EXPECT_EQ(dir.object_count(), model.objects.size());
+      EXPECT_EQ(dir.group_count(), model.groups.size());
+      std::size_t visited = 0;
+      ASSERT_TRUE(dir.VisitHandles([&](auto handles) { visited += handles.size(); }, 3).ok());
+      EXPECT_EQ(visited, model.objects.size());
+      if (::testing::Test::HasFailure()) return;
+    }
+    for (const auto& [id, count] : removals) EXPECT_EQ(count, 1) << id;
+  }
+}
+
+}  // namespace
+}  // namespace cairn
