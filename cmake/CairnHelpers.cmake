@@ -55,7 +55,8 @@ function(cairn_add_test component)
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE cairn::${component} ${ARG_DEPS}
                                           GTest::gtest GTest::gtest_main Threads::Threads)
-  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  # tests/ for shared test helpers, the root for bench/baselines (oracles).
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR})
   cairn_target_warnings(${target})
   include(GoogleTest)
   gtest_discover_tests(${target} TEST_PREFIX "${component}." DISCOVERY_MODE PRE_TEST

@@ -27,10 +27,7 @@
 #include "bench/baselines/shard_route.h"
 #include "cairn/base/mutex.h"
 #include "cairn/route/object_route_index.h"
-#if __has_include("cairn/route/locked_route.h")
-#include "cairn/route/locked_route.h"
-#define CAIRN_BENCH_HAVE_OWNING 1
-#endif
+#include "bench/baselines/locked_route.h"
 
 namespace cairn {
 namespace {
@@ -153,7 +150,6 @@ struct ShardImpl {
   bool Erase(const Owner& e) { return route.Erase(e->key); }
 };
 
-#ifdef CAIRN_BENCH_HAVE_OWNING
 struct OwningImpl {
   static constexpr const char* kName = "owning";
   LockedRoute<BenchEntry> route;
@@ -171,7 +167,6 @@ struct OwningImpl {
   }
   std::size_t Collision(std::string_view key) const { return route.BucketIndex(key); }
 };
-#endif
 
 // One built instance per (implementation, population): the population plus
 // kHotKeys extra keys that all collide in that implementation's shard or
@@ -345,11 +340,9 @@ CAIRN_ROUTE_BENCH(W3, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W3, ShardImpl, "shard");
 CAIRN_ROUTE_BENCH(W5, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W5, ShardImpl, "shard");
-#ifdef CAIRN_BENCH_HAVE_OWNING
 CAIRN_ROUTE_BENCH(W1, OwningImpl, "owning");
 CAIRN_ROUTE_BENCH(W2, OwningImpl, "owning");
 CAIRN_ROUTE_BENCH(W3, OwningImpl, "owning");
-#endif
 
 }  // namespace
 }  // namespace cairn

@@ -20,7 +20,8 @@
 #include <gtest/gtest.h>
 
 #include "cairn/directory/group_directory.h"
-#include "cairn/route/locked_route.h"
+#include "bench/baselines/locked_route.h"
+#include "cairn/route/object_route_index.h"
 
 namespace cairn::testing {
 
@@ -33,10 +34,17 @@ struct TestPayload {
   ObjectId last_writer = 0;
 };
 
-// One tag per route implementation. The epoch route joins this list next,
-// with kUnlinkFreesImmediately = false: its unlinked owners live on in a
-// retired snapshot until a grace period passes (E1), so "the last handle
-// dropped frees the group" holds only after reclamation.
+// One tag per route implementation: the library's epoch route, and the
+// locked reference that stays as the test oracle. The epoch route's unlinked
+// owners live on in a retired snapshot until a grace period passes (E1), so
+// "the last handle dropped frees the group" holds only after reclamation.
+struct EpochRouteTag {
+  template <typename Entry>
+  using Route = ObjectRouteIndex<Entry>;
+  static constexpr const char* kName = "Epoch";
+  static constexpr bool kUnlinkFreesImmediately = false;
+};
+
 struct LockedRouteTag {
   template <typename Entry>
   using Route = LockedRoute<Entry>;
@@ -44,7 +52,7 @@ struct LockedRouteTag {
   static constexpr bool kUnlinkFreesImmediately = true;
 };
 
-using RouteTypes = ::testing::Types<LockedRouteTag>;
+using RouteTypes = ::testing::Types<EpochRouteTag, LockedRouteTag>;
 
 struct RouteTypeNames {
   template <typename T>

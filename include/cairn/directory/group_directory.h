@@ -7,10 +7,11 @@
 // key. See docs/directory.md for the model and docs/concurrency.md for the
 // lock order.
 //
-// The route is a policy: GroupDirectory<Payload, Route>. Route<Entry> is the
-// interface documented in cairn/route/locked_route.h; LockedRoute is the
-// locked reference, and the epoch copy-on-write route implements the same
-// members. Nothing here depends on which route is plugged in.
+// The route is a policy: GroupDirectory<Payload, Route>, Route<Entry> being
+// the interface documented in cairn/route/route_options.h. The library's
+// route is the epoch copy-on-write ObjectRouteIndex (the default); the
+// locked reference (bench/baselines/locked_route.h) implements the same
+// members for tests and benches. Nothing here depends on which is plugged in.
 //
 // Thread safety: every public method is safe from any thread, concurrently
 // with every other. Lock order (L2), outermost first:
@@ -57,7 +58,7 @@
 #include "cairn/directory/group_entry.h"
 #include "cairn/directory/handles.h"
 #include "cairn/directory/object_entry.h"
-#include "cairn/route/locked_route.h"
+#include "cairn/route/object_route_index.h"
 
 CAIRN_NAMESPACE_BEGIN
 
@@ -123,7 +124,7 @@ struct DirectoryDiagnostics {
 };
 
 template <typename Payload = EmptyPayload,
-          template <typename> class Route = LockedRoute>
+          template <typename> class Route = ObjectRouteIndex>
 class GroupDirectory {
  public:
   using Entry = ObjectEntry<Payload>;

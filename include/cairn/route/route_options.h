@@ -2,7 +2,28 @@
 //
 // Options, diagnostics and hashing shared by the object routes: the epoch
 // copy-on-write ObjectRouteIndex (the library's route) and the LockedRoute
-// reference (test oracle and `owning` bench baseline).
+// reference (bench/baselines: test oracle and `owning` bench baseline).
+//
+// Route interface (what a Route<Entry> must provide):
+//   using Owner = std::shared_ptr<Entry>;
+//   explicit Route(const RouteOptions&);
+//   template <class Fn> void WithEntry(std::string_view key, Fn&& fn) const;
+//       fn(Entry*) with the entry borrowed for the call, nullptr if absent.
+//   template <class Fn> void WithEntries(std::span<const std::string_view>,
+//                                        Fn&& fn) const;
+//       fn(std::size_t index, Entry*) for every key, in order.
+//   Owner Pin(std::string_view key) const;
+//   template <class Fn> void VisitHandles(std::size_t chunk, Fn&& fn) const;
+//       fn(std::span<Owner>) once per chunk of at most `chunk` owners.
+//   Status Publish(std::string_view key, Owner owner);  // insert-only (D3):
+//       kAlreadyExists if routed; a route may also fail with
+//       kResourceExhausted (the epoch route under back-pressure, E4).
+//   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
+//                             const Entry* entry);    // matched unlink (D4)
+//       true: unlinked; false: no match; an error: nothing changed.
+//   RouteDiagnostics Diagnostics() const;
+// Entry must expose `std::uint64_t id() const`.
+//
 
 #ifndef CAIRN_ROUTE_ROUTE_OPTIONS_H_
 #define CAIRN_ROUTE_ROUTE_OPTIONS_H_

@@ -7,30 +7,10 @@
 // the entry to the caller; the copied owner keeps the entry alive for the
 // call.
 //
-// This is the route interface GroupDirectory is written against. The epoch
-// copy-on-write route (ObjectRouteIndex) implements the same members; this
-// one lives on as the test oracle and the `owning` benchmark baseline. It is
-// not a library option for hosts (product.md, non-goals).
-//
-// Route interface (what a Route<Entry> must provide):
-//   using Owner = std::shared_ptr<Entry>;
-//   explicit Route(const RouteOptions&);
-//   template <class Fn> void WithEntry(std::string_view key, Fn&& fn) const;
-//       fn(Entry*) with the entry borrowed for the call, nullptr if absent.
-//   template <class Fn> void WithEntries(std::span<const std::string_view>,
-//                                        Fn&& fn) const;
-//       fn(std::size_t index, Entry*) for every key, in order.
-//   Owner Pin(std::string_view key) const;
-//   template <class Fn> void VisitHandles(std::size_t chunk, Fn&& fn) const;
-//       fn(std::span<Owner>) once per chunk of at most `chunk` owners.
-//   Status Publish(std::string_view key, Owner owner);  // insert-only (D3):
-//       kAlreadyExists if routed; a route may also fail with
-//       kResourceExhausted (the epoch route under back-pressure, E4).
-//   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-//                             const Entry* entry);    // matched unlink (D4)
-//       true: unlinked; false: no match; an error: nothing changed.
-//   RouteDiagnostics Diagnostics() const;
-// Entry must expose `std::uint64_t id() const`.
+// Not part of the library (product.md, non-goals): it implements the route
+// interface of cairn/route/route_options.h beside the library's
+// ObjectRouteIndex and lives on only as the test oracle and the `owning`
+// benchmark baseline.
 //
 // Thread safety: every member is safe from any thread. The bucket lock is a
 // leaf: no route member calls back into the host, takes another lock, or runs
@@ -40,8 +20,8 @@
 // the entry alive). Reads write nothing shared except the bucket lock word
 // itself, which is the cost this reference route exists to measure.
 
-#ifndef CAIRN_ROUTE_LOCKED_ROUTE_H_
-#define CAIRN_ROUTE_LOCKED_ROUTE_H_
+#ifndef CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_
+#define CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -209,4 +189,4 @@ class LockedRoute {
 
 CAIRN_NAMESPACE_END
 
-#endif  // CAIRN_ROUTE_LOCKED_ROUTE_H_
+#endif  // CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_
