@@ -85,7 +85,7 @@ struct DirectoryOptions {
   std::chrono::nanoseconds read_lease_ttl{0};
   // Passed to the route. The locked route uses bucket_count only; the epoch
   // route also uses stripe_count and epoch_domain.
-  RouteOptions route{.bucket_count = 1024};
+  RouteOptions route;
   std::size_t lifecycle_stripes = 256;
   // Default VisitHandles chunk.
   std::size_t visit_chunk = 256;
