@@ -45,7 +45,7 @@ class NewDeleteAllocator final : public IndexAllocator {
   }
   void Deallocate(void* pointer, std::size_t bytes,
                   std::size_t alignment) noexcept override {
-    ::operator delete(pointer, bytes, std::align_val_t{alignment});
+    ::operator delete(pointer, std::align_val_t{alignment});
   }
 };
 
