@@ -232,8 +232,8 @@ void FindAddressLoop(benchmark::State& state, std::size_t population, std::size_
     std::uint32_t hash32;
     std::uint8_t tag;
   };
-  static std::map<std::pair<std::size_t, int>, std::vector<Receipt>> receipts_cache;
-  std::vector<Receipt>& receipts = receipts_cache[{population, max_exponent}];
+  static std::map<std::tuple<std::size_t, std::size_t, int>, std::vector<Receipt>> receipts_cache;
+  std::vector<Receipt>& receipts = receipts_cache[{population, width, max_exponent}];
   if (receipts.empty()) {
     Rng rng{0xadd7ull};
     char key[64];
