@@ -195,6 +195,8 @@ void AbslPrefetchLoop(benchmark::State& state, std::size_t population,
 }
 
 // X2: the same random keys, one FindBatch per 64 vs 64 Find calls.
+template <std::size_t kBucketAhead = CairnMap::kBatchBucketAhead,
+          std::size_t kEntryAhead = CairnMap::kBatchEntryAhead>
 void BatchLoop(benchmark::State& state, std::size_t population, std::size_t width,
                bool batched) {
   constexpr int kBatch = 64;
@@ -210,7 +212,7 @@ void BatchLoop(benchmark::State& state, std::size_t population, std::size_t widt
     for (int round = 0; round < kOpsPerIteration / kBatch; ++round) {
       for (int k = 0; k < kBatch; ++k) MakeKey(rng.Below(population), width, &storage[k * width]);
       if (batched) {
-        map.FindBatch(keys, out);
+        map.FindBatchStaged<kBucketAhead, kEntryAhead>(keys, out);
       } else {
         for (int k = 0; k < kBatch; ++k) out[k] = map.Find(keys[k]);
       }
@@ -286,6 +288,12 @@ void RegisterAll() {
       reg(Name("BM_IndexX1FindMiss/std", pop, width), [=](benchmark::State& s) { FindLoop<StdMap>(s, pop, width, true); });
       reg(Name("BM_IndexX2Find/cairn_batched", pop, width), [=](benchmark::State& s) { BatchLoop(s, pop, width, true); });
       reg(Name("BM_IndexX2Find/cairn_serial", pop, width), [=](benchmark::State& s) { BatchLoop(s, pop, width, false); });
+      // Distance sweep (bucket ahead, entry ahead), reported, not gated.
+      reg(Name("BM_IndexX2Sweep/d8_8", pop, width), [=](benchmark::State& s) { BatchLoop<8, 8>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d12_12", pop, width), [=](benchmark::State& s) { BatchLoop<12, 12>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d16_8", pop, width), [=](benchmark::State& s) { BatchLoop<16, 8>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d24_8", pop, width), [=](benchmark::State& s) { BatchLoop<24, 8>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d16_16", pop, width), [=](benchmark::State& s) { BatchLoop<16, 16>(s, pop, width, true); });
     }
   }
   // X3: 1M entries under 2^15 head buckets: ~30 entries per chain (full head
