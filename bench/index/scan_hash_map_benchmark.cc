@@ -79,9 +79,12 @@ struct Rng {
   }
 };
 
+// Heap bytes in use, plus what cairn's default allocator maps directly
+// (huge-page candidates bypass malloc).
 std::size_t HeapBytes() {
   const struct mallinfo2 info = mallinfo2();
-  return info.uordblks + info.hblkhd;
+  return info.uordblks + info.hblkhd +
+         cairn::index_internal::DefaultAllocatorMappedBytes();
 }
 
 template <typename M>

@@ -99,7 +99,8 @@ struct Storage {
 
   void FreeTable(Table& table) noexcept {
     if (table.buckets != nullptr) {
-      allocator->Deallocate(table.buckets, table.bytes(), alignof(Bucket));
+      allocator->Deallocate(table.buckets, table.bytes(),
+                            TableAlignment(table.bytes()));
     }
     table = Table{};
   }
@@ -710,7 +711,8 @@ class ScanHashMap {
 
   Status AllocateTable(Table& table, int exponent) noexcept {
     const std::size_t bytes = (std::size_t{1} << exponent) * sizeof(Bucket);
-    void* memory = allocator_->Allocate(bytes, alignof(Bucket));
+    void* memory =
+        allocator_->Allocate(bytes, index_internal::TableAlignment(bytes));
     if (memory == nullptr) return ResourceExhaustedError("bucket table");
     std::memset(memory, 0, bytes);
     table.buckets = static_cast<Bucket*>(memory);

@@ -38,10 +38,25 @@ IndexAllocator* DefaultIndexAllocator() noexcept;
 
 namespace index_internal {
 
+// Requests of a multiple of this size aligned to it are huge-page candidates:
+// DefaultIndexAllocator maps them directly and advises transparent huge
+// pages (random lookups over large tables are dominated by TLB misses).
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+inline constexpr std::size_t TableAlignment(std::size_t bytes) noexcept {
+  return bytes >= kHugePageBytes ? kHugePageBytes : 64;
+}
+
+// Bytes DefaultIndexAllocator currently holds in direct mappings (they are
+// invisible to malloc statistics; benchmarks add them to heap growth).
+std::size_t DefaultAllocatorMappedBytes() noexcept;
+
 // Entries are carved from 256 KiB slabs in 8-byte granules. A handle is
 // (slab << 15) | granule; handle 0 is never issued (the first granule of slab
 // 0 is skipped), so 0 means "empty slot". Freed blocks go to a per-size free
-// list threaded through their first word. Blocks never move.
+// list threaded through their first word. Blocks never move. The first
+// kSmallSlabs slabs are allocated one by one (small maps stay small); after
+// that slabs come in 2 MiB groups of 8, huge-page aligned.
 class EntryArena {
  public:
   static constexpr unsigned kGranuleShift = 3;
@@ -54,6 +69,10 @@ class EntryArena {
   // The largest block the arena hands out.
   static constexpr std::uint32_t kLargestClassBytes = 4096;
   static constexpr std::uint32_t kClasses = kLargestClassBytes / kGranule;
+  static constexpr std::uint32_t kSmallSlabs = 8;
+  static constexpr std::uint32_t kGroupSlabs = kHugePageBytes / kSlabBytes;
+  static_assert(kGroupSlabs * kSlabBytes == kHugePageBytes);
+  static_assert(kSmallSlabs % kGroupSlabs == 0, "groups start aligned");
 
   explicit EntryArena(IndexAllocator* allocator) noexcept
       : allocator_(allocator) {}
@@ -116,7 +135,7 @@ class EntryArena {
 
   // Bytes held from the allocator (slabs plus the slab directory).
   std::size_t reserved_bytes() const noexcept {
-    return static_cast<std::size_t>(slab_count_) * kSlabBytes +
+    return static_cast<std::size_t>(slab_reserved_) * kSlabBytes +
            slab_capacity_ * sizeof(std::byte*);
   }
   // Bytes in live blocks (rounded to granules).
@@ -128,25 +147,7 @@ class EntryArena {
 
  private:
   bool AddSlab() noexcept {
-    if (slab_count_ == kMaxSlabs) return false;
-    if (slab_count_ == slab_capacity_) {
-      const std::uint32_t capacity = slab_capacity_ == 0 ? 8 : slab_capacity_ * 2;
-      void* memory =
-          allocator_->Allocate(capacity * sizeof(std::byte*), alignof(std::byte*));
-      if (memory == nullptr) return false;
-      auto* directory = static_cast<std::byte**>(memory);
-      if (slab_count_ != 0) {
-        std::memcpy(directory, slabs_, slab_count_ * sizeof(std::byte*));
-      }
-      if (slabs_ != nullptr) {
-        allocator_->Deallocate(slabs_, slab_capacity_ * sizeof(std::byte*),
-                               alignof(std::byte*));
-      }
-      slabs_ = directory;
-      slab_capacity_ = capacity;
-    }
-    void* slab = allocator_->Allocate(kSlabBytes, 64);
-    if (slab == nullptr) return false;
+    if (slab_count_ == slab_reserved_ && !ReserveSlabs()) return false;
     // The unused tail of the previous slab becomes a free block.
     if (slab_count_ != 0 && bump_ < kSlabBytes) {
       const std::uint32_t tail = kSlabBytes - bump_;
@@ -158,21 +159,59 @@ class EntryArena {
         Free(handle, granules * kGranule);
       }
     }
-    slabs_[slab_count_++] = static_cast<std::byte*>(slab);
+    ++slab_count_;
     bump_ = slab_count_ == 1 ? kGranule : 0;
     return true;
   }
 
+  // Adds memory for one more slab (or a group of kGroupSlabs).
+  bool ReserveSlabs() noexcept {
+    const std::uint32_t adding = slab_reserved_ < kSmallSlabs ? 1 : kGroupSlabs;
+    if (slab_reserved_ + adding > kMaxSlabs) return false;
+    if (slab_reserved_ + adding > slab_capacity_) {
+      std::uint32_t capacity = slab_capacity_ == 0 ? 16 : slab_capacity_ * 2;
+      while (capacity < slab_reserved_ + adding) capacity *= 2;
+      void* memory =
+          allocator_->Allocate(capacity * sizeof(std::byte*), alignof(std::byte*));
+      if (memory == nullptr) return false;
+      auto* directory = static_cast<std::byte**>(memory);
+      if (slab_reserved_ != 0) {
+        std::memcpy(directory, slabs_, slab_reserved_ * sizeof(std::byte*));
+      }
+      if (slabs_ != nullptr) {
+        allocator_->Deallocate(slabs_, slab_capacity_ * sizeof(std::byte*),
+                               alignof(std::byte*));
+      }
+      slabs_ = directory;
+      slab_capacity_ = capacity;
+    }
+    const std::size_t bytes = std::size_t{adding} * kSlabBytes;
+    void* memory = allocator_->Allocate(bytes, BlockAlignment(adding));
+    if (memory == nullptr) return false;
+    for (std::uint32_t i = 0; i < adding; ++i) {
+      slabs_[slab_reserved_ + i] = static_cast<std::byte*>(memory) + i * kSlabBytes;
+    }
+    slab_reserved_ += adding;
+    return true;
+  }
+
+  static constexpr std::size_t BlockAlignment(std::uint32_t slabs) noexcept {
+    return slabs == kGroupSlabs ? kHugePageBytes : 64;
+  }
+
   void Release() noexcept {
-    for (std::uint32_t i = 0; i < slab_count_; ++i) {
-      allocator_->Deallocate(slabs_[i], kSlabBytes, 64);
+    for (std::uint32_t i = 0; i < slab_reserved_;) {
+      const std::uint32_t slabs = i < kSmallSlabs ? 1 : kGroupSlabs;
+      allocator_->Deallocate(slabs_[i], std::size_t{slabs} * kSlabBytes,
+                             BlockAlignment(slabs));
+      i += slabs;
     }
     if (slabs_ != nullptr) {
       allocator_->Deallocate(slabs_, slab_capacity_ * sizeof(std::byte*),
                              alignof(std::byte*));
     }
     slabs_ = nullptr;
-    slab_count_ = slab_capacity_ = 0;
+    slab_count_ = slab_reserved_ = slab_capacity_ = 0;
     bump_ = 0;
     live_bytes_ = free_bytes_ = 0;
     std::memset(free_heads_, 0, sizeof(free_heads_));
@@ -181,6 +220,7 @@ class EntryArena {
   void Swap(EntryArena& other) noexcept {
     std::swap(slabs_, other.slabs_);
     std::swap(slab_count_, other.slab_count_);
+    std::swap(slab_reserved_, other.slab_reserved_);
     std::swap(slab_capacity_, other.slab_capacity_);
     std::swap(bump_, other.bump_);
     std::swap(live_bytes_, other.live_bytes_);
@@ -192,8 +232,9 @@ class EntryArena {
 
   IndexAllocator* allocator_;
   std::byte** slabs_ = nullptr;
-  std::uint32_t slab_count_ = 0;
-  std::uint32_t slab_capacity_ = 0;
+  std::uint32_t slab_count_ = 0;     // slabs in use (the last one bumps)
+  std::uint32_t slab_reserved_ = 0;  // slabs with memory behind them
+  std::uint32_t slab_capacity_ = 0;  // directory entries
   std::uint32_t bump_ = 0;
   std::size_t live_bytes_ = 0;
   std::size_t free_bytes_ = 0;
