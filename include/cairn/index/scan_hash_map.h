@@ -29,7 +29,13 @@
 // mutating call runs (tested under TSan); a const call concurrent with a
 // mutating call is a data race. Callbacks passed to Scan and ScanStable must
 // not call mutating methods of the same map. The map does no locking and
-// never blocks.
+// never blocks. A map is neither copyable nor movable (entries and cursors
+// refer to it); hold it by value or through a pointer.
+//
+// Memory. Tables of 2 MiB or more and, past the first 2 MiB, arena slabs
+// are requested 2 MiB-aligned; DefaultIndexAllocator maps those directly and
+// advises transparent huge pages (MADV_HUGEPAGE), which removes most TLB
+// misses from random lookups at millions of entries.
 //
 // Complexity. Find, Insert, Erase: O(1) expected (one bucket line plus one
 // entry line for a hit); a rehash step adds O(chain length). Scan: O(chain
