@@ -253,6 +253,7 @@ TEST(ScanHashMapTest, X4EveryRehashPositionDuringGrowAndShrink) {
     ++i;
   }
   EXPECT_EQ(map.exponent(), 7);
+  EXPECT_EQ(map.size(), 9u * 64 + 1) << "grow starts just above 9/12 full";
   std::set<std::uint64_t> grow_positions;
   while (map.IsRehashing()) {
     grow_positions.insert(map.RehashIndex());
@@ -269,6 +270,7 @@ TEST(ScanHashMapTest, X4EveryRehashPositionDuringGrowAndShrink) {
     model.erase(key);
   }
   EXPECT_EQ(map.exponent(), 6);
+  EXPECT_EQ(map.size(), 3u * 128 - 1) << "shrink starts just below 3/12 full";
   std::set<std::uint64_t> shrink_positions;
   while (map.IsRehashing()) {
     shrink_positions.insert(map.RehashIndex());

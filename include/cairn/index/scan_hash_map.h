@@ -248,6 +248,10 @@ class ScanHashMap {
                 "ScanHashMap values are plain records");
   static_assert(alignof(Value) <= index_internal::EntryArena::kGranule,
                 "the arena aligns entries to 8 bytes");
+  static_assert(sizeof(Value) + 64 <=
+                    index_internal::EntryArena::kLargestClassBytes,
+                "a value over the arena's largest class (less room for a "
+                "64-byte key) is rejected at compile time");
 
  public:
   using Entry = ScanHashMapEntry<Value>;
