@@ -18,7 +18,9 @@
 // WithEntries and VisitHandles run with no route lock held, so they may take
 // group and object locks and may even publish or unlink (the owner copy keeps
 // the entry alive). Reads write nothing shared except the bucket lock word
-// itself, which is the cost this reference route exists to measure.
+// and the owner's reference count (for a group member, the group's control
+// block, shared by all its members): the two costs this reference route
+// exists to measure and the epoch route removes.
 
 #ifndef CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_
 #define CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_

@@ -27,9 +27,10 @@
 // call any method.
 //
 // Read path: point and batch lookups write no shared state (no counters, no
-// statistics); the locked route's bucket lock word is the one exception,
-// which is exactly the cost the epoch route removes. A read that grants a
-// lease does an atomic max on the object's (or its group's) lease cell.
+// statistics). The locked route adds two shared writes of its own, the
+// bucket lock word and the owner copy's reference count, which are exactly
+// what the epoch route removes. A read that grants a lease does an atomic
+// max on the object's (or its group's) lease cell.
 
 #ifndef CAIRN_DIRECTORY_GROUP_DIRECTORY_H_
 #define CAIRN_DIRECTORY_GROUP_DIRECTORY_H_
@@ -224,7 +225,9 @@ class GroupDirectory {
       Activate(entry);
       if (Status s = route_.Publish(key, owner); !s.ok()) {
         // Never routed, so nobody else saw it: drop it again. A group this
-        // create made is torn down with it.
+        // create made is torn down with it. A lease it granted the group
+        // stays (P1: a deadline never moves earlier, and other members'
+        // readers may already have observed it).
         owner.reset();
         group->RemoveMember(entry);
         group->entries_.pop_back();
