@@ -1,6 +1,30 @@
 """Epoch gates: guard scaling, guard cost vs urcu-memb, W9 bounded memory."""
 
+import json
+
 BINARY = "cairn_epoch_benchmark"
+
+
+def plot_w9(out_dir, cap):
+    """W9's retired bytes over time, against the cap (when matplotlib is here)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    trace = json.loads((out_dir / "w9_trace.json").read_text())
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.plot([t for t, _ in trace], [b / 2**20 for _, b in trace], label="retired")
+    ax.axhline(cap / 2**20, color="k", linestyle="--", label="hard cap")
+    ax.set_xlabel("seconds (reader stalled until the last point)")
+    ax.set_ylabel("MiB")
+    ax.set_title("W9: retired bytes while one guard is held")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out_dir / "w9_retired_bytes.png", dpi=100)
+    plt.close(fig)
+    return True
 
 
 def run(ctx):
@@ -42,11 +66,12 @@ def run(ctx):
     busy = ctx.median(w9, name, "busy_count")
     stalls = ctx.median(w9, name, "stall_reports")
     after = ctx.median(w9, name, "retired_bytes_after_release")
+    chart = "w9_retired_bytes.png" if plot_w9(ctx.out_dir, cap) else "w9_trace.json"
     records.append(ctx.gate(
         "epoch.stall.bounded", f"W9 stalled reader {seconds} s, 4 KiB every 20 us", 2, None,
         "peak retired bytes", "hard cap", peak, cap, "bytes",
         higher_is_better=False, goal_value=1.0,
         note=(f"busy (refused) retires {busy:.0f}, stall reports {stalls:.0f}, "
               f"retired bytes after the reader left {after:.0f}; "
-              "trace: w9_trace.json")))
+              f"retired bytes over time: {chart}")))
     return records
