@@ -93,9 +93,11 @@ const Population& GetPopulation(std::size_t n) {
 
 // --- implementations -------------------------------------------------------
 
-struct EpochImpl {
-  static constexpr const char* kName = "epoch";
-  ObjectRouteIndex<BenchEntry> route;
+// Both callback routes (the library's epoch route and the locked reference)
+// are driven the same way; only the route type differs.
+template <typename RouteT>
+struct CallbackRouteImpl {
+  RouteT route;
   bool Publish(const std::string& key, Owner owner) {
     return route.Publish(key, std::move(owner)).ok();
   }
@@ -113,6 +115,14 @@ struct EpochImpl {
     Result<bool> r = route.EraseIfMatch(e->key, e->id(), e.get());
     return r.ok() && *r;
   }
+};
+
+struct EpochImpl : CallbackRouteImpl<ObjectRouteIndex<BenchEntry>> {
+  static constexpr const char* kName = "epoch";
+};
+
+struct OwningImpl : CallbackRouteImpl<LockedRoute<BenchEntry>> {
+  static constexpr const char* kName = "owning";
 };
 
 // The epoch route without the staged batch loop (decides whether staging
@@ -148,24 +158,6 @@ struct ShardImpl {
   }
   std::size_t Collision(std::string_view key) const { return route.ShardIndex(key); }
   bool Erase(const Owner& e) { return route.Erase(e->key); }
-};
-
-struct OwningImpl {
-  static constexpr const char* kName = "owning";
-  LockedRoute<BenchEntry> route;
-  bool Publish(const std::string& key, Owner owner) {
-    return route.Publish(key, std::move(owner)).ok();
-  }
-  void ReadOne(std::string_view key, std::uint64_t* sink) const {
-    route.WithEntry(key, [&](BenchEntry* e) { ReadWork(e, sink); });
-  }
-  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
-    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
-  }
-  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
-    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
-  }
-  std::size_t Collision(std::string_view key) const { return route.BucketIndex(key); }
 };
 
 // One built instance per (implementation, population): the population plus

@@ -158,14 +158,9 @@ class ObjectRouteIndex {
               [&](const Owner& owner) { staged.push_back(owner); });
         }
       }
-      std::size_t begin = 0;
-      while (staged.size() - begin >= chunk) {
-        fn(std::span<Owner>(staged.data() + begin, chunk));
-        begin += chunk;
-      }
-      staged.erase(staged.begin(), staged.begin() + begin);
+      route_internal::EmitChunks(staged, chunk, /*flush=*/false, fn);
     }
-    if (!staged.empty()) fn(std::span<Owner>(staged.data(), staged.size()));
+    route_internal::EmitChunks(staged, chunk, /*flush=*/true, fn);
   }
 
   // Insert-only (D3). kAlreadyExists if `key` is routed (nothing changes);

@@ -32,7 +32,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "cairn/base/version.h"
 
@@ -99,6 +101,23 @@ inline std::uint64_t MixHash(std::uint64_t h) noexcept {
 
 inline std::uint64_t RouteHash(std::string_view key) noexcept {
   return MixHash(KeyHash{}(key));
+}
+
+// VisitHandles' emission step: hands fn every full chunk of `staged` and
+// keeps the remainder for the next round (flush: emit it too).
+template <typename Owner, typename Fn>
+void EmitChunks(std::vector<Owner>& staged, std::size_t chunk, bool flush,
+                Fn& fn) {
+  std::size_t begin = 0;
+  while (staged.size() - begin >= chunk) {
+    fn(std::span<Owner>(staged.data() + begin, chunk));
+    begin += chunk;
+  }
+  if (flush && begin < staged.size()) {
+    fn(std::span<Owner>(staged.data() + begin, staged.size() - begin));
+    begin = staged.size();
+  }
+  staged.erase(staged.begin(), staged.begin() + begin);
 }
 
 inline std::size_t RoundUpPowerOfTwo(std::size_t n) noexcept {
