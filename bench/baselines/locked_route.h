@@ -117,7 +117,8 @@ class LockedRoute {
     std::string lookup_key(key);  // allocated before the lock is taken
     Bucket& bucket = BucketFor(key);
     WriterLock lock(&bucket.mu);
-    if (!bucket.map.try_emplace(std::move(lookup_key), std::move(owner)).second) {
+    if (!bucket.map.try_emplace(std::move(lookup_key), std::move(owner))
+             .second) {
       return AlreadyExistsError("key is already routed");
     }
     return Status::Ok();

@@ -47,9 +47,15 @@ void BM_EpochGuard(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EpochGuard<ReadSideMode::kSeqCst>)
-    ->Name("BM_EpochGuard/cairn_seq_cst")->Threads(1)->Threads(2)->UseRealTime();
+    ->Name("BM_EpochGuard/cairn_seq_cst")
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 BENCHMARK(BM_EpochGuard<ReadSideMode::kAsymmetric>)
-    ->Name("BM_EpochGuard/cairn_asymmetric")->Threads(1)->Threads(2)->UseRealTime();
+    ->Name("BM_EpochGuard/cairn_asymmetric")
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 
 // The same through the implicit per-thread participant (the route's path).
 template <ReadSideMode kMode>
@@ -62,9 +68,11 @@ void BM_EpochThreadGuard(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EpochThreadGuard<ReadSideMode::kSeqCst>)
-    ->Name("BM_EpochThreadGuard/cairn_seq_cst")->UseRealTime();
+    ->Name("BM_EpochThreadGuard/cairn_seq_cst")
+    ->UseRealTime();
 BENCHMARK(BM_EpochThreadGuard<ReadSideMode::kAsymmetric>)
-    ->Name("BM_EpochThreadGuard/cairn_asymmetric")->UseRealTime();
+    ->Name("BM_EpochThreadGuard/cairn_asymmetric")
+    ->UseRealTime();
 
 template <ReadSideMode kMode>
 void BM_EpochGuardNested(benchmark::State& state) {
@@ -77,9 +85,11 @@ void BM_EpochGuardNested(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EpochGuardNested<ReadSideMode::kSeqCst>)
-    ->Name("BM_EpochGuardNested/cairn_seq_cst")->UseRealTime();
+    ->Name("BM_EpochGuardNested/cairn_seq_cst")
+    ->UseRealTime();
 BENCHMARK(BM_EpochGuardNested<ReadSideMode::kAsymmetric>)
-    ->Name("BM_EpochGuardNested/cairn_asymmetric")->UseRealTime();
+    ->Name("BM_EpochGuardNested/cairn_asymmetric")
+    ->UseRealTime();
 
 struct Node {
   char bytes[64];
@@ -97,9 +107,11 @@ void BM_EpochRetireReclaim(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EpochRetireReclaim<ReadSideMode::kSeqCst>)
-    ->Name("BM_EpochRetireReclaim/cairn_seq_cst")->UseRealTime();
+    ->Name("BM_EpochRetireReclaim/cairn_seq_cst")
+    ->UseRealTime();
 BENCHMARK(BM_EpochRetireReclaim<ReadSideMode::kAsymmetric>)
-    ->Name("BM_EpochRetireReclaim/cairn_asymmetric")->UseRealTime();
+    ->Name("BM_EpochRetireReclaim/cairn_asymmetric")
+    ->UseRealTime();
 
 // Grace-period latency: Barrier() for one node with 8 registered, idle
 // participants (two epoch advances and one free).
@@ -107,7 +119,8 @@ template <ReadSideMode kMode>
 void BM_EpochGracePeriod(benchmark::State& state) {
   EpochDomain domain(Options("grace", kMode));
   std::vector<Participant> idle;
-  for (int i = 0; i < 8; ++i) idle.push_back(std::move(domain.RegisterParticipant()).value());
+  for (int i = 0; i < 8; ++i)
+    idle.push_back(std::move(domain.RegisterParticipant()).value());
   for (auto _ : state) {
     if (!domain.Retire(new Node).ok() || !domain.Barrier().ok()) {
       state.SkipWithError("barrier failed");
@@ -116,9 +129,11 @@ void BM_EpochGracePeriod(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EpochGracePeriod<ReadSideMode::kSeqCst>)
-    ->Name("BM_EpochGracePeriod/cairn_seq_cst")->UseRealTime();
+    ->Name("BM_EpochGracePeriod/cairn_seq_cst")
+    ->UseRealTime();
 BENCHMARK(BM_EpochGracePeriod<ReadSideMode::kAsymmetric>)
-    ->Name("BM_EpochGracePeriod/cairn_asymmetric")->UseRealTime();
+    ->Name("BM_EpochGracePeriod/cairn_asymmetric")
+    ->UseRealTime();
 
 // W9: a reader holds one guard for the whole run while a writer retires a
 // 4 KiB snapshot every 20 us (~200 MB/s). The cap is 8 MiB and the deadline
@@ -137,9 +152,12 @@ void BM_EpochW9StalledReader(benchmark::State& state) {
     options.retired_bytes_cap = kCap;
     options.reclaim_deadline = std::chrono::milliseconds(1);
     options.stall_threshold = std::chrono::milliseconds(100);
-    options.stall_hook = [&](const StallReport&) { stall_reports.fetch_add(1); };
+    options.stall_hook = [&](const StallReport&) {
+      stall_reports.fetch_add(1);
+    };
     EpochDomain domain(options);
-    Participant stalled = std::move(domain.RegisterParticipant("stalled-reader")).value();
+    Participant stalled =
+        std::move(domain.RegisterParticipant("stalled-reader")).value();
     std::atomic<bool> release{false}, entered{false};
     std::thread reader([&] {
       Guard g = stalled.Enter();
@@ -185,25 +203,31 @@ void BM_EpochW9StalledReader(benchmark::State& state) {
     EpochDiagnostics after = domain.Diagnostics();
     trace.emplace_back(seconds, after.retired_bytes);
     state.counters["cap_bytes"] = static_cast<double>(kCap);
-    state.counters["peak_retired_bytes"] = static_cast<double>(after.peak_retired_bytes);
+    state.counters["peak_retired_bytes"] =
+        static_cast<double>(after.peak_retired_bytes);
     state.counters["busy_count"] = static_cast<double>(during.busy_count);
     state.counters["refused"] = static_cast<double>(refused);
     state.counters["accepted"] = static_cast<double>(accepted);
     state.counters["stall_reports"] = static_cast<double>(stall_reports.load());
-    state.counters["retired_bytes_after_release"] = static_cast<double>(after.retired_bytes);
+    state.counters["retired_bytes_after_release"] =
+        static_cast<double>(after.retired_bytes);
     state.counters["barrier_ok"] = barrier.ok() ? 1 : 0;
     if (const char* dir = std::getenv("CAIRN_BENCH_TRACE_DIR")) {
       std::ofstream out(std::string(dir) + "/w9_trace.json");
       out << "[";
       for (std::size_t i = 0; i < trace.size(); ++i) {
-        out << (i ? "," : "") << "[" << trace[i].first << "," << trace[i].second << "]";
+        out << (i ? "," : "") << "[" << trace[i].first << "," << trace[i].second
+            << "]";
       }
       out << "]\n";
     }
   }
 }
-BENCHMARK(BM_EpochW9StalledReader)->Name("BM_EpochW9/stalled_reader")
-    ->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EpochW9StalledReader)
+    ->Name("BM_EpochW9/stalled_reader")
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace cairn

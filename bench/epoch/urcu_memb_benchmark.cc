@@ -20,6 +20,10 @@ void BM_EpochGuard_urcu_memb(benchmark::State& state) {
   urcu_memb_unregister_thread();
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_EpochGuard_urcu_memb)->Name("BM_EpochGuard/urcu_memb")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_EpochGuard_urcu_memb)
+    ->Name("BM_EpochGuard/urcu_memb")
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 
 }  // namespace

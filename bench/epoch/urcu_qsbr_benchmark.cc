@@ -22,6 +22,10 @@ void BM_EpochGuard_urcu_qsbr(benchmark::State& state) {
   urcu_qsbr_unregister_thread();
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_EpochGuard_urcu_qsbr)->Name("BM_EpochGuard/urcu_qsbr")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_EpochGuard_urcu_qsbr)
+    ->Name("BM_EpochGuard/urcu_qsbr")
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 
 }  // namespace

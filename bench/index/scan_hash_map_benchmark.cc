@@ -45,7 +45,8 @@ struct StringHash {
     return std::hash<std::string_view>{}(s);
   }
 };
-using StdMap = std::unordered_map<std::string, Loc, StringHash, std::equal_to<>>;
+using StdMap =
+    std::unordered_map<std::string, Loc, StringHash, std::equal_to<>>;
 
 constexpr int kOpsPerIteration = 256;
 
@@ -95,12 +96,14 @@ struct Fixture {
 };
 
 template <typename M>
-Fixture<M>& GetFixture(std::size_t population, std::size_t width, int max_exponent = 32) {
+Fixture<M>& GetFixture(std::size_t population, std::size_t width,
+                       int max_exponent = 32) {
   static std::map<std::tuple<std::size_t, std::size_t, int>, Fixture<M>> cache;
   auto [it, fresh] = cache.try_emplace({population, width, max_exponent});
   Fixture<M>& f = it->second;
   if (!fresh) return f;
-  std::fprintf(stderr, "building %zu entries, %zu-byte keys...\n", population, width);
+  std::fprintf(stderr, "building %zu entries, %zu-byte keys...\n", population,
+               width);
   char key[64];
   const std::size_t before = HeapBytes();
   if constexpr (std::is_same_v<M, CairnMap>) {
@@ -110,7 +113,8 @@ Fixture<M>& GetFixture(std::size_t population, std::size_t width, int max_expone
     f.map = std::make_unique<CairnMap>(options);
     for (std::uint64_t i = 0; i < population; ++i) {
       MakeKey(i, width, key);
-      if (!f.map->Insert(std::string_view(key, width), Loc{i}).ok()) std::abort();
+      if (!f.map->Insert(std::string_view(key, width), Loc{i}).ok())
+        std::abort();
     }
     while (f.map->IsRehashing()) {
       if (!f.map->Maintain().ok()) std::abort();
@@ -145,8 +149,8 @@ const Loc* Lookup(const M& map, std::string_view key) {
 
 // Finds random keys; `miss` shifts them past the population.
 template <typename M>
-void FindLoop(benchmark::State& state, std::size_t population, std::size_t width,
-              bool miss) {
+void FindLoop(benchmark::State& state, std::size_t population,
+              std::size_t width, bool miss) {
   Fixture<M>& f = GetFixture<M>(population, width);
   const M& map = *f.map;
   Rng rng{0x5eedull + population};
@@ -200,8 +204,8 @@ void AbslPrefetchLoop(benchmark::State& state, std::size_t population,
 // X2: the same random keys, one FindBatch per 64 vs 64 Find calls.
 template <std::size_t kBucketAhead = CairnMap::kBatchBucketAhead,
           std::size_t kEntryAhead = CairnMap::kBatchEntryAhead>
-void BatchLoop(benchmark::State& state, std::size_t population, std::size_t width,
-               bool batched) {
+void BatchLoop(benchmark::State& state, std::size_t population,
+               std::size_t width, bool batched) {
   constexpr int kBatch = 64;
   Fixture<CairnMap>& f = GetFixture<CairnMap>(population, width);
   const CairnMap& map = *f.map;
@@ -209,11 +213,13 @@ void BatchLoop(benchmark::State& state, std::size_t population, std::size_t widt
   std::vector<char> storage(kBatch * width);
   std::string_view keys[kBatch];
   const CairnMap::Entry* out[kBatch];
-  for (int k = 0; k < kBatch; ++k) keys[k] = std::string_view(&storage[k * width], width);
+  for (int k = 0; k < kBatch; ++k)
+    keys[k] = std::string_view(&storage[k * width], width);
   std::uint64_t found = 0;
   for (auto _ : state) {
     for (int round = 0; round < kOpsPerIteration / kBatch; ++round) {
-      for (int k = 0; k < kBatch; ++k) MakeKey(rng.Below(population), width, &storage[k * width]);
+      for (int k = 0; k < kBatch; ++k)
+        MakeKey(rng.Below(population), width, &storage[k * width]);
       if (batched) {
         map.FindBatchStaged<kBucketAhead, kEntryAhead>(keys, out);
       } else {
@@ -228,8 +234,8 @@ void BatchLoop(benchmark::State& state, std::size_t population, std::size_t widt
 
 // X3: receipts (address, hash32, tag) of random entries in a map whose head
 // buckets are full and chained (exponent capped).
-void FindAddressLoop(benchmark::State& state, std::size_t population, std::size_t width,
-                     int max_exponent, bool tagged) {
+void FindAddressLoop(benchmark::State& state, std::size_t population,
+                     std::size_t width, int max_exponent, bool tagged) {
   Fixture<CairnMap>& f = GetFixture<CairnMap>(population, width, max_exponent);
   const CairnMap& map = *f.map;
   struct Receipt {
@@ -237,8 +243,11 @@ void FindAddressLoop(benchmark::State& state, std::size_t population, std::size_
     std::uint32_t hash32;
     std::uint8_t tag;
   };
-  static std::map<std::tuple<std::size_t, std::size_t, int>, std::vector<Receipt>> receipts_cache;
-  std::vector<Receipt>& receipts = receipts_cache[{population, width, max_exponent}];
+  static std::map<std::tuple<std::size_t, std::size_t, int>,
+                  std::vector<Receipt>>
+      receipts_cache;
+  std::vector<Receipt>& receipts =
+      receipts_cache[{population, width, max_exponent}];
   if (receipts.empty()) {
     Rng rng{0xadd7ull};
     char key[64];
@@ -246,7 +255,8 @@ void FindAddressLoop(benchmark::State& state, std::size_t population, std::size_
       MakeKey(rng.Below(population), width, key);
       const std::string_view k(key, width);
       const std::uint64_t h = map.HashOf(k);
-      receipts.push_back({map.Find(k)->address(), CairnMap::Hash32(h), CairnMap::TagOf(h)});
+      receipts.push_back(
+          {map.Find(k)->address(), CairnMap::Hash32(h), CairnMap::TagOf(h)});
     }
   }
   std::size_t pos = 0;
@@ -254,13 +264,16 @@ void FindAddressLoop(benchmark::State& state, std::size_t population, std::size_
   for (auto _ : state) {
     for (int k = 0; k < kOpsPerIteration; ++k) {
       const Receipt& r = receipts[pos++ & 0xffff];
-      const CairnMap::Entry* e = tagged ? map.FindAddress(r.address, r.hash32, r.tag)
-                                        : map.FindAddress(r.address, r.hash32);
+      const CairnMap::Entry* e =
+          tagged ? map.FindAddress(r.address, r.hash32, r.tag)
+                 : map.FindAddress(r.address, r.hash32);
       found += e != nullptr;
     }
   }
   benchmark::DoNotOptimize(found);
-  if (found != static_cast<std::uint64_t>(state.iterations()) * kOpsPerIteration) state.SkipWithError("receipt missed");
+  if (found !=
+      static_cast<std::uint64_t>(state.iterations()) * kOpsPerIteration)
+    state.SkipWithError("receipt missed");
   state.SetItemsProcessed(state.iterations() * kOpsPerIteration);
   state.counters["chain_buckets_per_head"] =
       static_cast<double>(map.chain_buckets()) / (1u << max_exponent);
@@ -268,9 +281,11 @@ void FindAddressLoop(benchmark::State& state, std::size_t population, std::size_
 
 // "<prefix>/<population>/<width>" without std::string operator+ (GCC 12
 // -Wrestrict false positive under -Werror).
-std::string Name(const char* prefix, std::size_t population, std::size_t width) {
+std::string Name(const char* prefix, std::size_t population,
+                 std::size_t width) {
   char buffer[128];
-  std::snprintf(buffer, sizeof(buffer), "%s/%zu/%zu", prefix, population, width);
+  std::snprintf(buffer, sizeof(buffer), "%s/%zu/%zu", prefix, population,
+                width);
   return buffer;
 }
 
@@ -280,32 +295,58 @@ void RegisterAll() {
   for (std::size_t pop : populations) {
     for (std::size_t width : widths) {
       auto reg = [](const std::string& name, auto fn) {
-        benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kNanosecond);
+        benchmark::RegisterBenchmark(name.c_str(), fn)
+            ->Unit(benchmark::kNanosecond);
       };
-      reg(Name("BM_IndexX1FindHit/cairn", pop, width), [=](benchmark::State& s) { FindLoop<CairnMap>(s, pop, width, false); });
-      reg(Name("BM_IndexX1FindHit/absl", pop, width), [=](benchmark::State& s) { FindLoop<AbslMap>(s, pop, width, false); });
-      reg(Name("BM_IndexX1FindHit/absl_prefetch", pop, width), [=](benchmark::State& s) { AbslPrefetchLoop(s, pop, width); });
-      reg(Name("BM_IndexX1FindHit/std", pop, width), [=](benchmark::State& s) { FindLoop<StdMap>(s, pop, width, false); });
-      reg(Name("BM_IndexX1FindMiss/cairn", pop, width), [=](benchmark::State& s) { FindLoop<CairnMap>(s, pop, width, true); });
-      reg(Name("BM_IndexX1FindMiss/absl", pop, width), [=](benchmark::State& s) { FindLoop<AbslMap>(s, pop, width, true); });
-      reg(Name("BM_IndexX1FindMiss/std", pop, width), [=](benchmark::State& s) { FindLoop<StdMap>(s, pop, width, true); });
-      reg(Name("BM_IndexX2Find/cairn_batched", pop, width), [=](benchmark::State& s) { BatchLoop(s, pop, width, true); });
-      reg(Name("BM_IndexX2Find/cairn_serial", pop, width), [=](benchmark::State& s) { BatchLoop(s, pop, width, false); });
+      reg(Name("BM_IndexX1FindHit/cairn", pop, width),
+          [=](benchmark::State& s) {
+            FindLoop<CairnMap>(s, pop, width, false);
+          });
+      reg(Name("BM_IndexX1FindHit/absl", pop, width), [=](benchmark::State& s) {
+        FindLoop<AbslMap>(s, pop, width, false);
+      });
+      reg(Name("BM_IndexX1FindHit/absl_prefetch", pop, width),
+          [=](benchmark::State& s) { AbslPrefetchLoop(s, pop, width); });
+      reg(Name("BM_IndexX1FindHit/std", pop, width),
+          [=](benchmark::State& s) { FindLoop<StdMap>(s, pop, width, false); });
+      reg(Name("BM_IndexX1FindMiss/cairn", pop, width),
+          [=](benchmark::State& s) {
+            FindLoop<CairnMap>(s, pop, width, true);
+          });
+      reg(Name("BM_IndexX1FindMiss/absl", pop, width),
+          [=](benchmark::State& s) { FindLoop<AbslMap>(s, pop, width, true); });
+      reg(Name("BM_IndexX1FindMiss/std", pop, width),
+          [=](benchmark::State& s) { FindLoop<StdMap>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Find/cairn_batched", pop, width),
+          [=](benchmark::State& s) { BatchLoop(s, pop, width, true); });
+      reg(Name("BM_IndexX2Find/cairn_serial", pop, width),
+          [=](benchmark::State& s) { BatchLoop(s, pop, width, false); });
       // Distance sweep (bucket ahead, entry ahead), reported, not gated.
-      reg(Name("BM_IndexX2Sweep/d8_8", pop, width), [=](benchmark::State& s) { BatchLoop<8, 8>(s, pop, width, true); });
-      reg(Name("BM_IndexX2Sweep/d12_12", pop, width), [=](benchmark::State& s) { BatchLoop<12, 12>(s, pop, width, true); });
-      reg(Name("BM_IndexX2Sweep/d16_8", pop, width), [=](benchmark::State& s) { BatchLoop<16, 8>(s, pop, width, true); });
-      reg(Name("BM_IndexX2Sweep/d24_8", pop, width), [=](benchmark::State& s) { BatchLoop<24, 8>(s, pop, width, true); });
-      reg(Name("BM_IndexX2Sweep/d16_16", pop, width), [=](benchmark::State& s) { BatchLoop<16, 16>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d8_8", pop, width),
+          [=](benchmark::State& s) { BatchLoop<8, 8>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d12_12", pop, width),
+          [=](benchmark::State& s) { BatchLoop<12, 12>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d16_8", pop, width),
+          [=](benchmark::State& s) { BatchLoop<16, 8>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d24_8", pop, width),
+          [=](benchmark::State& s) { BatchLoop<24, 8>(s, pop, width, true); });
+      reg(Name("BM_IndexX2Sweep/d16_16", pop, width),
+          [=](benchmark::State& s) { BatchLoop<16, 16>(s, pop, width, true); });
     }
   }
   // X3: 1M entries under 2^15 head buckets: ~30 entries per chain (full head
   // bucket plus two overflow buckets).
   for (std::size_t width : widths) {
-    benchmark::RegisterBenchmark(Name("BM_IndexX3FindAddress/tagged", 1'000'000, width).c_str(),
-        [=](benchmark::State& s) { FindAddressLoop(s, 1'000'000, width, 15, true); });
-    benchmark::RegisterBenchmark(Name("BM_IndexX3FindAddress/untagged", 1'000'000, width).c_str(),
-        [=](benchmark::State& s) { FindAddressLoop(s, 1'000'000, width, 15, false); });
+    benchmark::RegisterBenchmark(
+        Name("BM_IndexX3FindAddress/tagged", 1'000'000, width).c_str(),
+        [=](benchmark::State& s) {
+          FindAddressLoop(s, 1'000'000, width, 15, true);
+        });
+    benchmark::RegisterBenchmark(
+        Name("BM_IndexX3FindAddress/untagged", 1'000'000, width).c_str(),
+        [=](benchmark::State& s) {
+          FindAddressLoop(s, 1'000'000, width, 15, false);
+        });
   }
 }
 

@@ -24,10 +24,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/baselines/locked_route.h"
 #include "bench/baselines/shard_route.h"
 #include "cairn/base/mutex.h"
 #include "cairn/route/object_route_index.h"
-#include "bench/baselines/locked_route.h"
 
 namespace cairn {
 namespace {
@@ -85,7 +85,8 @@ const Population& GetPopulation(std::size_t n) {
     slot = std::make_unique<Population>();
     for (std::size_t i = 0; i < n; ++i) {
       slot->keys.push_back(MakeKey(i * 0x9e3779b97f4a7c15ULL));
-      slot->entries.push_back(std::make_shared<BenchEntry>(i + 1, slot->keys.back()));
+      slot->entries.push_back(
+          std::make_shared<BenchEntry>(i + 1, slot->keys.back()));
     }
   }
   return *slot;
@@ -104,13 +105,18 @@ struct CallbackRouteImpl {
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
     route.WithEntry(key, [&](BenchEntry* e) { ReadWork(e, sink); });
   }
-  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
-    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    route.WithEntries(keys,
+                      [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
   }
   void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
-    route.WithEntries(keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+    route.WithEntries(keys,
+                      [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
   }
-  std::size_t Collision(std::string_view key) const { return route.BucketIndex(key); }
+  std::size_t Collision(std::string_view key) const {
+    return route.BucketIndex(key);
+  }
   bool Erase(const Owner& e) {
     Result<bool> r = route.EraseIfMatch(e->key, e->id(), e.get());
     return r.ok() && *r;
@@ -129,13 +135,14 @@ struct OwningImpl : CallbackRouteImpl<LockedRoute<BenchEntry>> {
 // earns its place).
 struct EpochUnstagedImpl : EpochImpl {
   static constexpr const char* kName = "epoch_unstaged";
-  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
-    route.WithEntriesUnstaged(keys,
-                              [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    route.WithEntriesUnstaged(
+        keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
   }
   void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
-    route.WithEntriesUnstaged(keys,
-                              [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+    route.WithEntriesUnstaged(
+        keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
   }
 };
 
@@ -148,7 +155,8 @@ struct ShardImpl {
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
     route.Read(key, [&](BenchEntry* e) { ReadWork(e, sink); });
   }
-  void ReadBatch(std::span<const std::string_view> keys, std::uint64_t* sink) const {
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
     for (std::string_view k : keys) ReadOne(k, sink);
   }
   void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
@@ -156,7 +164,9 @@ struct ShardImpl {
       route.Write(k, [&](BenchEntry* e) { WriteWork(e, now); });
     }
   }
-  std::size_t Collision(std::string_view key) const { return route.ShardIndex(key); }
+  std::size_t Collision(std::string_view key) const {
+    return route.ShardIndex(key);
+  }
   bool Erase(const Owner& e) { return route.Erase(e->key); }
 };
 
@@ -177,7 +187,8 @@ Built<Impl>& GetBuilt(std::size_t n) {
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[n];
   if (!slot) {
-    std::fprintf(stderr, "[bench] building %s with %zu objects\n", Impl::kName, n);
+    std::fprintf(stderr, "[bench] building %s with %zu objects\n", Impl::kName,
+                 n);
     slot = std::make_unique<Built<Impl>>();
     const Population& pop = GetPopulation(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -210,7 +221,8 @@ void BM_RouteW1(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   Built<Impl>& built = GetBuilt<Impl>(n);
   const Population& pop = GetPopulation(n);
-  Rng rng{0x1234567ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
+  Rng rng{0x1234567ULL +
+          977 * static_cast<std::uint64_t>(state.thread_index())};
   std::uint64_t sink = 0;
   for (auto _ : state) {
     built.impl->ReadOne(pop.keys[rng.Next() % n], &sink);
@@ -222,7 +234,8 @@ void BM_RouteW1(benchmark::State& state) {
 template <typename Impl>
 void RunBatches(benchmark::State& state, Impl& impl,
                 const std::vector<std::string>& keys) {
-  Rng rng{0x7654321ULL + 1009 * static_cast<std::uint64_t>(state.thread_index())};
+  Rng rng{0x7654321ULL +
+          1009 * static_cast<std::uint64_t>(state.thread_index())};
   std::string_view batch[kBatch];
   std::uint64_t sink = 0;
   std::int64_t now = 0;
@@ -266,7 +279,8 @@ void BM_RouteW5(benchmark::State& state) {
   std::size_t i = 0;
   for (auto _ : state) {
     Owner& slot = ring[i++ % kLag];
-    if (slot != nullptr && !impl.Erase(slot)) state.SkipWithError("erase failed");
+    if (slot != nullptr && !impl.Erase(slot))
+      state.SkipWithError("erase failed");
     slot = std::make_shared<BenchEntry>(next, MakeKey(next, "churn/"));
     ++next;
     if (!impl.Publish(slot->key, slot)) state.SkipWithError("publish failed");
@@ -284,7 +298,8 @@ void BM_RouteBucketSweep(benchmark::State& state) {
   const std::size_t n = 1'000'000;
   const Population& pop = GetPopulation(n);
   static std::mutex mu;
-  static std::map<std::size_t, std::unique_ptr<ObjectRouteIndex<BenchEntry>>> cache;
+  static std::map<std::size_t, std::unique_ptr<ObjectRouteIndex<BenchEntry>>>
+      cache;
   ObjectRouteIndex<BenchEntry>* route;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -311,17 +326,26 @@ void BM_RouteBucketSweep(benchmark::State& state) {
   state.counters["route_bytes_per_object"] =
       static_cast<double>(d.snapshot_bytes + buckets * sizeof(void*)) / n;
   state.counters["copied_bytes_per_publish"] =
-      static_cast<double>(d.snapshot_bytes) / static_cast<double>(d.nonempty_buckets);
-  state.counters["max_bucket_entries"] = static_cast<double>(d.max_bucket_entries);
+      static_cast<double>(d.snapshot_bytes) /
+      static_cast<double>(d.nonempty_buckets);
+  state.counters["max_bucket_entries"] =
+      static_cast<double>(d.max_bucket_entries);
 }
 BENCHMARK(BM_RouteBucketSweep)->DenseRange(12, 20, 2)->UseRealTime();
 
 void Configure(benchmark::internal::Benchmark* b) {
-  b->Arg(100'000)->Arg(1'000'000)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
+  b->Arg(100'000)
+      ->Arg(1'000'000)
+      ->Threads(1)
+      ->Threads(2)
+      ->Threads(8)
+      ->UseRealTime();
 }
 
-#define CAIRN_ROUTE_BENCH(W, Impl, name)                                      \
-  BENCHMARK_TEMPLATE(BM_Route##W, Impl)->Name("BM_Route" #W "/" name)->Apply(Configure)
+#define CAIRN_ROUTE_BENCH(W, Impl, name) \
+  BENCHMARK_TEMPLATE(BM_Route##W, Impl)  \
+      ->Name("BM_Route" #W "/" name)     \
+      ->Apply(Configure)
 
 CAIRN_ROUTE_BENCH(W1, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W1, ShardImpl, "shard");

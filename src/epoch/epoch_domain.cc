@@ -70,15 +70,14 @@ struct InFlight {
 
 std::string FormatStall(const StallReport& r) {
   char line[512];
-  std::snprintf(line, sizeof(line),
-                "cairn epoch '%s': participant %" PRIu64
-                " (%s) has pinned epoch %" PRIu64 " (global %" PRIu64
-                ") for at least %.3f s; %" PRIu64 " retired nodes (%" PRIu64
-                " bytes) wait on it [stall report %u]",
-                r.domain.c_str(), r.participant_id, r.participant_name.c_str(),
-                r.pinned_epoch, r.global_epoch,
-                static_cast<double>(r.age.count()) / 1e9, r.retired_count,
-                r.retired_bytes, r.report_index + 1);
+  std::snprintf(
+      line, sizeof(line),
+      "cairn epoch '%s': participant %" PRIu64 " (%s) has pinned epoch %" PRIu64
+      " (global %" PRIu64 ") for at least %.3f s; %" PRIu64
+      " retired nodes (%" PRIu64 " bytes) wait on it [stall report %u]",
+      r.domain.c_str(), r.participant_id, r.participant_name.c_str(),
+      r.pinned_epoch, r.global_epoch, static_cast<double>(r.age.count()) / 1e9,
+      r.retired_count, r.retired_bytes, r.report_index + 1);
   return line;
 }
 
@@ -136,8 +135,8 @@ class DomainCore {
     *id = next_participant_id_++;
     slot->participant_id = *id;
     slot->name = !name.empty() ? std::string(name)
-                 : implicit       ? "thread-" + std::to_string(*id)
-                                  : "participant-" + std::to_string(*id);
+                 : implicit    ? "thread-" + std::to_string(*id)
+                               : "participant-" + std::to_string(*id);
     slot->nesting = 0;
     slot->implicit = implicit;
     slot->in_use.store(true, std::memory_order_release);
@@ -168,10 +167,10 @@ class DomainCore {
 
   Status CheckCanRetire(std::size_t bytes) const {
     if (bytes > options_.retired_bytes_cap) {
-      return InvalidArgumentError(
-          "retire of " + std::to_string(bytes) + " bytes exceeds the cap of " +
-          std::to_string(options_.retired_bytes_cap) + " bytes of domain '" +
-          options_.name + "'");
+      return InvalidArgumentError("retire of " + std::to_string(bytes) +
+                                  " bytes exceeds the cap of " +
+                                  std::to_string(options_.retired_bytes_cap) +
+                                  " bytes of domain '" + options_.name + "'");
     }
     if (shut_down_.load(std::memory_order_acquire)) {
       return FailedPreconditionError("epoch domain '" + options_.name +
@@ -288,8 +287,8 @@ class DomainCore {
           Barrier(std::chrono::nanoseconds(std::max<std::int64_t>(left, 0)));
       if (!barrier.ok()) {
         return DeadlineExceededError(
-            "Shutdown() of domain '" + options_.name + "': " +
-            std::to_string(ActiveGuards()) + " guards still active, " +
+            "Shutdown() of domain '" + options_.name +
+            "': " + std::to_string(ActiveGuards()) + " guards still active, " +
             std::to_string(retired_count_.load(std::memory_order_relaxed)) +
             " retired nodes kept");
       }
@@ -394,9 +393,9 @@ class DomainCore {
     std::size_t current = retired_bytes_.load(std::memory_order_relaxed);
     do {
       if (current + bytes > options_.retired_bytes_cap) return false;
-    } while (!retired_bytes_.compare_exchange_weak(
-        current, current + bytes, std::memory_order_acq_rel,
-        std::memory_order_relaxed));
+    } while (!retired_bytes_.compare_exchange_weak(current, current + bytes,
+                                                   std::memory_order_acq_rel,
+                                                   std::memory_order_relaxed));
     const std::size_t now = current + bytes;
     std::size_t peak = peak_retired_bytes_.load(std::memory_order_relaxed);
     while (now > peak && !peak_retired_bytes_.compare_exchange_weak(
@@ -425,7 +424,8 @@ class DomainCore {
   // active guard has published G. Collects stall reports when blocked.
   bool TryAdvance(std::vector<StallReport>* reports)
       CAIRN_REQUIRES(advance_mu_) {
-    std::uint64_t global = read_side.global_epoch.load(std::memory_order_seq_cst);
+    std::uint64_t global =
+        read_side.global_epoch.load(std::memory_order_seq_cst);
     if (read_side.mode == ReadSideMode::kAsymmetric) {
       // Forces a full barrier on every running thread of the process, which
       // orders each reader's plain store before our loads below.
@@ -528,10 +528,9 @@ class DomainCore {
     }
     {
       MutexLock lock(&retire_mu_);
-      auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
-                             [&](const InFlight& f) {
-                               return f.lowest_seq == batch.front().seq;
-                             });
+      auto it = std::find_if(
+          in_flight_.begin(), in_flight_.end(),
+          [&](const InFlight& f) { return f.lowest_seq == batch.front().seq; });
       if (it != in_flight_.end()) in_flight_.erase(it);
       retired_count_.fetch_sub(batch.size(), std::memory_order_relaxed);
       retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
@@ -685,9 +684,8 @@ EpochDomain::~EpochDomain() {
       std::fprintf(stderr, "%s\n", message.c_str());
     }
   };
-  const Status shutdown = core_->Shutdown(
-      std::max<std::chrono::nanoseconds>(options.reclaim_deadline,
-                                         std::chrono::milliseconds(100)));
+  const Status shutdown = core_->Shutdown(std::max<std::chrono::nanoseconds>(
+      options.reclaim_deadline, std::chrono::milliseconds(100)));
   const std::uint64_t registered = core_->explicit_registered();
   if (registered != 0) {
     report("cairn epoch '" + options.name + "': destroyed with " +
@@ -698,7 +696,8 @@ EpochDomain::~EpochDomain() {
   if (!shutdown.ok()) {
     report("cairn epoch '" + options.name +
            "': destroyed before its retirements could be freed: " +
-           shutdown.ToString() + "; they are freed when the last participant "
+           shutdown.ToString() +
+           "; they are freed when the last participant "
            "is destroyed");
   }
 }

@@ -53,7 +53,7 @@ class NewDeleteAllocator final : public IndexAllocator {
  public:
   void* Allocate(std::size_t bytes, std::size_t alignment) noexcept override {
     if (!IsHugeRequest(bytes, alignment)) {
-      return ::operator new(bytes, std::align_val_t{alignment}, std::nothrow);
+      return ::operator new (bytes, std::align_val_t{alignment}, std::nothrow);
     }
     const std::size_t span = bytes + alignment;
     void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE,
@@ -76,7 +76,7 @@ class NewDeleteAllocator final : public IndexAllocator {
   void Deallocate(void* pointer, std::size_t bytes,
                   std::size_t alignment) noexcept override {
     if (!IsHugeRequest(bytes, alignment)) {
-      ::operator delete(pointer, std::align_val_t{alignment});
+      ::operator delete (pointer, std::align_val_t{alignment});
       return;
     }
     munmap(pointer, bytes);

@@ -19,8 +19,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/directory/group_directory.h"
 #include "bench/baselines/locked_route.h"
+#include "cairn/directory/group_directory.h"
 #include "cairn/route/object_route_index.h"
 
 namespace cairn::testing {
@@ -98,8 +98,9 @@ class Watchdog {
   void Run(std::chrono::seconds bound) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_for(lock, bound, [this] { return done_; })) {
-      std::fprintf(stderr, "watchdog: '%s' did not finish within %llds "
-                           "(deadlock?)\n",
+      std::fprintf(stderr,
+                   "watchdog: '%s' did not finish within %llds "
+                   "(deadlock?)\n",
                    what_.c_str(), static_cast<long long>(bound.count()));
       std::fflush(stderr);
       std::abort();

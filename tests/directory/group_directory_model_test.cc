@@ -83,7 +83,9 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
     options.route.bucket_count = 4;
     options.lifecycle_stripes = 2;
     std::map<ObjectId, int> removals;
-    options.on_removed = [&](const RemovedObject& r) { ++removals[r.token.object]; };
+    options.on_removed = [&](const RemovedObject& r) {
+      ++removals[r.token.object];
+    };
     testing::TestDirectory<TypeParam> dir(std::move(options));
     Model model;
     std::mt19937_64 rng(seed * 7919 + 17);
@@ -91,10 +93,13 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
     for (int i = 0; i < 10; ++i) keys.push_back(testing::Key("key", i));
     const std::vector<std::string> group_names = {"ga", "gb", "gc"};
     // Old identities, for stale EraseIfMatch.
-    std::vector<std::pair<std::string, typename testing::TestDirectory<TypeParam>::Handle>>
+    std::vector<std::pair<std::string,
+                          typename testing::TestDirectory<TypeParam>::Handle>>
         history;
 
-    auto pick = [&](const auto& v) -> const auto& { return v[rng() % v.size()]; };
+    auto pick = [&](const auto& v) -> const auto& {
+      return v[rng() % v.size()];
+    };
 
     for (int step = 0; step < steps; ++step) {
       SCOPED_TRACE("step " + std::to_string(step));
@@ -123,7 +128,8 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
           o.id = result.value()->id();
           o.group = group;
           o.value = value;
-          const std::int64_t deadline = leased ? now + nanoseconds(seconds(5)).count() : 0;
+          const std::int64_t deadline =
+              leased ? now + nanoseconds(seconds(5)).count() : 0;
           if (group.empty()) {
             o.lease = deadline;
           } else {
@@ -171,14 +177,16 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
           const bool ok = dir.EraseIfMatch(old_key, handle->id(), handle.get(),
                                            EraseOptions{true});
           auto it = model.objects.find(old_key);
-          const bool expect = it != model.objects.end() && it->second.id == handle->id();
+          const bool expect =
+              it != model.objects.end() && it->second.id == handle->id();
           EXPECT_EQ(ok, expect);
           if (expect) model.Remove(old_key);
           break;
         }
         case 5: {  // exclusive write
           const std::int64_t value = static_cast<std::int64_t>(rng() % 1000);
-          const Status s = dir.WithObjectExclusive(key, [&](auto& a) { a.payload().value = value; });
+          const Status s = dir.WithObjectExclusive(
+              key, [&](auto& a) { a.payload().value = value; });
           auto it = model.objects.find(key);
           if (it == model.objects.end()) {
             EXPECT_EQ(s.code(), StatusCode::kNotFound);
@@ -191,20 +199,24 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
         case 6: {  // shared batch read (grants the read lease)
           std::vector<std::string_view> batch;
           for (int i = 0; i < 5; ++i) batch.push_back(pick(keys));
-          ASSERT_TRUE(dir.WithObjects(batch, [&](std::size_t i, StatusCode code, auto* v) {
-                           const std::string k(batch[i]);
-                           auto it = model.objects.find(k);
-                           if (it == model.objects.end()) {
-                             EXPECT_EQ(code, StatusCode::kNotFound);
-                             EXPECT_EQ(v, nullptr);
-                             return;
-                           }
-                           ASSERT_NE(v, nullptr);
-                           model.GrantRead(k, now);
-                           EXPECT_EQ(v->id(), it->second.id);
-                           EXPECT_EQ(v->payload().value, it->second.value);
-                           EXPECT_EQ(v->lease_deadline_nanos(), model.Lease(it->second));
-                         }).ok());
+          ASSERT_TRUE(
+              dir.WithObjects(batch,
+                              [&](std::size_t i, StatusCode code, auto* v) {
+                                const std::string k(batch[i]);
+                                auto it = model.objects.find(k);
+                                if (it == model.objects.end()) {
+                                  EXPECT_EQ(code, StatusCode::kNotFound);
+                                  EXPECT_EQ(v, nullptr);
+                                  return;
+                                }
+                                ASSERT_NE(v, nullptr);
+                                model.GrantRead(k, now);
+                                EXPECT_EQ(v->id(), it->second.id);
+                                EXPECT_EQ(v->payload().value, it->second.value);
+                                EXPECT_EQ(v->lease_deadline_nanos(),
+                                          model.Lease(it->second));
+                              })
+                  .ok());
           break;
         }
         case 7: {  // point read
@@ -234,9 +246,11 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
         default: {  // token lookup with a current or stale token
           if (history.empty()) break;
           const auto& [old_key, handle] = pick(history);
-          const Status s = dir.WithTokenExclusive(old_key, handle.token(), [](auto&) {});
+          const Status s =
+              dir.WithTokenExclusive(old_key, handle.token(), [](auto&) {});
           auto it = model.objects.find(old_key);
-          EXPECT_EQ(s.ok(), it != model.objects.end() && it->second.id == handle->id());
+          EXPECT_EQ(s.ok(),
+                    it != model.objects.end() && it->second.id == handle->id());
           break;
         }
       }
@@ -262,14 +276,17 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
         std::set<ObjectId> ids;
         for (ObjectId id : found.value()->MemberIds()) ids.insert(id);
         std::set<ObjectId> expected;
-        for (const auto& m : it->second.members) expected.insert(model.objects.at(m).id);
+        for (const auto& m : it->second.members)
+          expected.insert(model.objects.at(m).id);
         EXPECT_EQ(ids, expected);
         EXPECT_EQ(found.value()->lease_deadline_nanos(), it->second.lease);
       }
       EXPECT_EQ(dir.object_count(), model.objects.size());
       EXPECT_EQ(dir.group_count(), model.groups.size());
       std::size_t visited = 0;
-      ASSERT_TRUE(dir.VisitHandles([&](auto handles) { visited += handles.size(); }, 3).ok());
+      ASSERT_TRUE(
+          dir.VisitHandles([&](auto handles) { visited += handles.size(); }, 3)
+              .ok());
       EXPECT_EQ(visited, model.objects.size());
       if (::testing::Test::HasFailure()) return;
     }

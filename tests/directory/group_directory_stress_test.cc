@@ -99,26 +99,32 @@ TYPED_TEST(GroupDirectoryStressTest, LookupRacingEraseThenRecreate) {
       const std::vector<std::string_view> batch(keys.begin(), keys.end());
       while (!stop.load(std::memory_order_relaxed)) {
         const std::string& key = keys[r % kKeys];
-        dir.WithObject(key, [&](auto& v) {
-             ExpectConsistent(v);
-             EXPECT_EQ(v.key(), key);
-             hits.fetch_add(1, std::memory_order_relaxed);
-           }).IgnoreError();
-        dir.WithObjects(batch, [&](std::size_t i, StatusCode code, auto* v) {
-             if (v != nullptr) {
-               ExpectConsistent(*v);
-               EXPECT_EQ(v->key(), batch[i]);
-             } else {
-               EXPECT_EQ(code, StatusCode::kNotFound);
-             }
-           }).IgnoreError();
+        dir.WithObject(key,
+                       [&](auto& v) {
+                         ExpectConsistent(v);
+                         EXPECT_EQ(v.key(), key);
+                         hits.fetch_add(1, std::memory_order_relaxed);
+                       })
+            .IgnoreError();
+        dir.WithObjects(batch,
+                        [&](std::size_t i, StatusCode code, auto* v) {
+                          if (v != nullptr) {
+                            ExpectConsistent(*v);
+                            EXPECT_EQ(v->key(), batch[i]);
+                          } else {
+                            EXPECT_EQ(code, StatusCode::kNotFound);
+                          }
+                        })
+            .IgnoreError();
         auto pinned = dir.Pin(key);
         if (pinned.ok()) {
           EXPECT_EQ(pinned.value()->key(), key);
-          dir.WithHandle(pinned.value(), [&](auto& v) {
-               ExpectConsistent(v);
-               EXPECT_EQ(v.id(), pinned.value()->id());
-             }).IgnoreError();
+          dir.WithHandle(pinned.value(),
+                         [&](auto& v) {
+                           ExpectConsistent(v);
+                           EXPECT_EQ(v.id(), pinned.value()->id());
+                         })
+              .IgnoreError();
         }
       }
     });
@@ -126,10 +132,12 @@ TYPED_TEST(GroupDirectoryStressTest, LookupRacingEraseThenRecreate) {
   std::uint64_t stamp = 1;
   for (int i = 0; i < rounds; ++i) {
     const std::string key = testing::Key("k", i % kKeys);
-    const std::string group = (i / kKeys) % 2 == 0 ? "" : testing::Key("g", i % 2);
+    const std::string group =
+        (i / kKeys) % 2 == 0 ? "" : testing::Key("g", i % 2);
     dir.Erase(key).IgnoreError();
     ++stamp;
-    ASSERT_TRUE(dir.Create(key, Stamped(stamp, group), TestPayload{0, stamp, 0}).ok());
+    ASSERT_TRUE(
+        dir.Create(key, Stamped(stamp, group), TestPayload{0, stamp, 0}).ok());
   }
   stop.store(true, std::memory_order_relaxed);
   for (auto& t : readers) t.join();
@@ -186,7 +194,8 @@ TYPED_TEST(GroupDirectoryStressTest, StaleEraseIfMatchAfterRecreate) {
 
 TYPED_TEST(GroupDirectoryStressTest, GroupTeardownWhileMemberHandlesHeld) {
   typename TestFixture::Directory dir(this->Options());
-  Watchdog watchdog(testing::kWatchdogBound, "group teardown with held handles");
+  Watchdog watchdog(testing::kWatchdogBound,
+                    "group teardown with held handles");
   const int rounds = StressIterations(600);
   constexpr int kMembers = 8;
   for (int round = 0; round < rounds; ++round) {
@@ -204,7 +213,8 @@ TYPED_TEST(GroupDirectoryStressTest, GroupTeardownWhileMemberHandlesHeld) {
       readers.emplace_back([&, r] {
         while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
         for (int m = r; m < kMembers; m += 2) {
-          dir.WithHandle(held[m], [](auto& v) { ExpectConsistent(v); }).IgnoreError();
+          dir.WithHandle(held[m], [](auto& v) { ExpectConsistent(v); })
+              .IgnoreError();
           auto group = held[m].group();
           EXPECT_EQ(group->id(), old_group);
           EXPECT_EQ(group->name(), "g");
@@ -232,7 +242,8 @@ TYPED_TEST(GroupDirectoryStressTest, GroupTeardownWhileMemberHandlesHeld) {
   EXPECT_EQ(dir.group_count(), 0u);
 }
 
-TYPED_TEST(GroupDirectoryStressTest, DelayedTokenCallbacksNeverTouchRecreatedInstance) {
+TYPED_TEST(GroupDirectoryStressTest,
+           DelayedTokenCallbacksNeverTouchRecreatedInstance) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "delayed token callbacks");
   const int rounds = StressIterations(10000);
@@ -289,10 +300,12 @@ TYPED_TEST(GroupDirectoryStressTest, DelayedTokenCallbacksNeverTouchRecreatedIns
   // The final instance of each key received exactly its own deferred write
   // and none of the writes queued for the instances it replaced.
   for (int k = 0; k < 3; ++k) {
-    ASSERT_TRUE(dir.WithObject(testing::Key("k", k), [](auto& v) {
-                     EXPECT_EQ(v.payload().value, 1);
-                     EXPECT_EQ(v.payload().last_writer, v.id());
-                   }).ok());
+    ASSERT_TRUE(dir.WithObject(testing::Key("k", k),
+                               [](auto& v) {
+                                 EXPECT_EQ(v.payload().value, 1);
+                                 EXPECT_EQ(v.payload().last_writer, v.id());
+                               })
+                    .ok());
   }
   EXPECT_GE(fired_ok.load(), 3);
   this->ExpectEachRemovalOnce();
@@ -307,8 +320,9 @@ TYPED_TEST(GroupDirectoryStressTest, RacingErasersReleaseExactlyOnce) {
   for (int round = 0; round < rounds; ++round) {
     std::vector<typename TestFixture::Handle> handles;
     for (int i = 0; i < kObjects; ++i) {
-      auto h = dir.Create(testing::Key("o", i),
-                          Stamped(i, i % 3 == 0 ? "" : testing::Key("g", i % 3)));
+      auto h =
+          dir.Create(testing::Key("o", i),
+                     Stamped(i, i % 3 == 0 ? "" : testing::Key("g", i % 3)));
       ASSERT_TRUE(h.ok());
       created_bytes += 8;
       handles.push_back(std::move(h).value());
@@ -322,13 +336,17 @@ TYPED_TEST(GroupDirectoryStressTest, RacingErasersReleaseExactlyOnce) {
           const int j = (i + t * 5) % kObjects;
           const std::string key = testing::Key("o", j);
           switch ((t + i) % 3) {
-            case 0: dir.Erase(key).IgnoreError(); break;
+            case 0:
+              dir.Erase(key).IgnoreError();
+              break;
             case 1:
               dir.EraseIfMatch(key, handles[j]->id(), handles[j].get());
               break;
             default:
-              if (j % 3 != 0) dir.EraseGroup(testing::Key("g", j % 3)).IgnoreError();
-              else dir.Erase(key).IgnoreError();
+              if (j % 3 != 0)
+                dir.EraseGroup(testing::Key("g", j % 3)).IgnoreError();
+              else
+                dir.Erase(key).IgnoreError();
           }
         }
       });
@@ -340,7 +358,8 @@ TYPED_TEST(GroupDirectoryStressTest, RacingErasersReleaseExactlyOnce) {
   }
   this->ExpectEachRemovalOnce();
   std::lock_guard<std::mutex> lock(this->mu_);
-  EXPECT_EQ(this->removals_.size(), static_cast<std::size_t>(rounds * kObjects));
+  EXPECT_EQ(this->removals_.size(),
+            static_cast<std::size_t>(rounds * kObjects));
   EXPECT_EQ(this->released_bytes_, created_bytes);
 }
 
@@ -359,7 +378,8 @@ TYPED_TEST(GroupDirectoryStressTest, VisitHandlesDuringChurn) {
     churners.emplace_back([&, t] {
       int i = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        const std::string key = testing::Key("churn", t) + testing::Key("_", i % 16);
+        const std::string key =
+            testing::Key("churn", t) + testing::Key("_", i % 16);
         dir.Erase(key).IgnoreError();
         dir.Create(key, Stamped(1, i % 2 == 0 ? "" : testing::Key("cg", t)))
             .status()
@@ -390,7 +410,8 @@ TYPED_TEST(GroupDirectoryStressTest, VisitHandlesDuringChurn) {
   this->ExpectEachRemovalOnce();
 }
 
-TYPED_TEST(GroupDirectoryStressTest, MixedBatchesUnderEightThreadsNeverDeadlock) {
+TYPED_TEST(GroupDirectoryStressTest,
+           MixedBatchesUnderEightThreadsNeverDeadlock) {
   typename TestFixture::Directory dir(this->Options());
   Watchdog watchdog(testing::kWatchdogBound, "mixed batches, 8 threads");
   // Groups g0..g3 of 6 members each, plus 8 singletons.
@@ -405,7 +426,8 @@ TYPED_TEST(GroupDirectoryStressTest, MixedBatchesUnderEightThreadsNeverDeadlock)
     return key[0] == 'g' ? key.substr(0, 2) : std::string();
   };
   for (const auto& key : keys) {
-    ASSERT_TRUE(dir.Create(key, Stamped(7, group_of(key)), TestPayload{0, 7, 0}).ok());
+    ASSERT_TRUE(
+        dir.Create(key, Stamped(7, group_of(key)), TestPayload{0, 7, 0}).ok());
   }
   const int iterations = StressIterations(testing::kUnderTsan ? 1500 : 4000);
   std::atomic<std::uint64_t> callbacks{0};
@@ -426,18 +448,23 @@ TYPED_TEST(GroupDirectoryStressTest, MixedBatchesUnderEightThreadsNeverDeadlock)
         batch.push_back("absent");
         const int op = static_cast<int>(rng() % 10);
         if (op < 4) {
-          dir.WithObjects(batch, [&](std::size_t, StatusCode, auto* v) {
-               if (v != nullptr) ExpectConsistent(*v);
-               callbacks.fetch_add(1, std::memory_order_relaxed);
-             }).IgnoreError();
+          dir.WithObjects(batch,
+                          [&](std::size_t, StatusCode, auto* v) {
+                            if (v != nullptr) ExpectConsistent(*v);
+                            callbacks.fetch_add(1, std::memory_order_relaxed);
+                          })
+              .IgnoreError();
         } else if (op < 8) {
-          dir.WithObjectsExclusive(batch, [&](std::size_t, StatusCode, auto* a) {
-               if (a != nullptr) {
-                 ExpectConsistent(*a);
-                 a->payload().value += 1;
-               }
-               callbacks.fetch_add(1, std::memory_order_relaxed);
-             }).IgnoreError();
+          dir.WithObjectsExclusive(batch,
+                                   [&](std::size_t, StatusCode, auto* a) {
+                                     if (a != nullptr) {
+                                       ExpectConsistent(*a);
+                                       a->payload().value += 1;
+                                     }
+                                     callbacks.fetch_add(
+                                         1, std::memory_order_relaxed);
+                                   })
+              .IgnoreError();
         } else if (op == 8) {
           const std::string& key = keys[rng() % keys.size()];
           dir.Erase(key).IgnoreError();
@@ -448,7 +475,8 @@ TYPED_TEST(GroupDirectoryStressTest, MixedBatchesUnderEightThreadsNeverDeadlock)
           const std::string group = testing::Key("g", g);
           if (dir.EraseGroup(group).ok()) {
             for (int m = 0; m < 6; ++m) {
-              dir.Create(keys[g * 6 + m], Stamped(7, group), TestPayload{0, 7, 0})
+              dir.Create(keys[g * 6 + m], Stamped(7, group),
+                         TestPayload{0, 7, 0})
                   .status()
                   .IgnoreError();
             }

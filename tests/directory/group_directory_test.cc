@@ -13,9 +13,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -72,7 +72,8 @@ TYPED_TEST_SUITE(GroupDirectoryTest, testing::RouteTypes,
 
 // ---- D1-D9 ------------------------------------------------------------------
 
-TYPED_TEST(GroupDirectoryTest, D1_CallbackRunsUnderObjectLockWithLifecycleValidated) {
+TYPED_TEST(GroupDirectoryTest,
+           D1_CallbackRunsUnderObjectLockWithLifecycleValidated) {
   using ViewT = typename TestFixture::View;
   using AccessT = typename TestFixture::Access;
   static_assert(!std::is_copy_constructible_v<ViewT>);
@@ -87,37 +88,47 @@ TYPED_TEST(GroupDirectoryTest, D1_CallbackRunsUnderObjectLockWithLifecycleValida
   std::atomic<bool> reader_started{false};
   std::atomic<bool> reader_saw_inside{false};
   std::thread reader;
-  ASSERT_TRUE(dir.WithObjectExclusive("k", [&](AccessT& a) {
-                   EXPECT_EQ(a.lifecycle(), Lifecycle::kActive);
-                   inside.store(true, std::memory_order_seq_cst);
-                   reader = std::thread([&] {
-                     reader_started.store(true, std::memory_order_seq_cst);
-                     EXPECT_TRUE(dir.WithObject("k", [&](ViewT& v) {
-                                      EXPECT_EQ(v.lifecycle(), Lifecycle::kActive);
-                                      if (inside.load(std::memory_order_seq_cst)) {
-                                        reader_saw_inside.store(true);
-                                      }
-                                    }).ok());
-                   });
-                   while (!reader_started.load(std::memory_order_seq_cst)) {
-                     std::this_thread::yield();
-                   }
-                   // Give the reader every chance to (wrongly) get in.
-                   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                   a.payload().value = 7;
-                   inside.store(false, std::memory_order_seq_cst);
-                 }).ok());
+  ASSERT_TRUE(
+      dir.WithObjectExclusive(
+             "k",
+             [&](AccessT& a) {
+               EXPECT_EQ(a.lifecycle(), Lifecycle::kActive);
+               inside.store(true, std::memory_order_seq_cst);
+               reader = std::thread([&] {
+                 reader_started.store(true, std::memory_order_seq_cst);
+                 EXPECT_TRUE(
+                     dir.WithObject(
+                            "k",
+                            [&](ViewT& v) {
+                              EXPECT_EQ(v.lifecycle(), Lifecycle::kActive);
+                              if (inside.load(std::memory_order_seq_cst)) {
+                                reader_saw_inside.store(true);
+                              }
+                            })
+                         .ok());
+               });
+               while (!reader_started.load(std::memory_order_seq_cst)) {
+                 std::this_thread::yield();
+               }
+               // Give the reader every chance to (wrongly) get in.
+               std::this_thread::sleep_for(std::chrono::milliseconds(20));
+               a.payload().value = 7;
+               inside.store(false, std::memory_order_seq_cst);
+             })
+          .ok());
   reader.join();
   EXPECT_FALSE(reader_saw_inside.load());
   // The batch form validates too: an erased key is reported, not handed out.
   ASSERT_TRUE(dir.Erase("k").ok());
   std::string_view keys[] = {"k"};
   int calls = 0;
-  ASSERT_TRUE(dir.WithObjects(keys, [&](std::size_t, StatusCode code, ViewT* v) {
-                   ++calls;
-                   EXPECT_EQ(code, StatusCode::kNotFound);
-                   EXPECT_EQ(v, nullptr);
-                 }).ok());
+  ASSERT_TRUE(dir.WithObjects(keys,
+                              [&](std::size_t, StatusCode code, ViewT* v) {
+                                ++calls;
+                                EXPECT_EQ(code, StatusCode::kNotFound);
+                                EXPECT_EQ(v, nullptr);
+                              })
+                  .ok());
   EXPECT_EQ(calls, 1);
 }
 
@@ -146,7 +157,8 @@ TYPED_TEST(GroupDirectoryTest, D3_PublishIsInsertOnly) {
     std::uint64_t id_;
     std::uint64_t id() const { return id_; }
   };
-  typename TypeParam::template Route<FakeEntry> route(RouteOptions{.bucket_count = 4});
+  typename TypeParam::template Route<FakeEntry> route(
+      RouteOptions{.bucket_count = 4});
   auto first = std::make_shared<FakeEntry>(FakeEntry{1});
   auto candidate = std::make_shared<FakeEntry>(FakeEntry{2});
   EXPECT_TRUE(route.Publish("k", first).ok());
@@ -165,10 +177,12 @@ TYPED_TEST(GroupDirectoryTest, D3_PublishIsInsertOnly) {
   EXPECT_EQ(dir.object_count(), 1u);
   EXPECT_EQ(dir.group_count(), 0u);
   EXPECT_TRUE(dir.FindGroup("g").status().code() == StatusCode::kNotFound);
-  ASSERT_TRUE(dir.WithObject("k", [&](auto& v) {
-                   EXPECT_EQ(v.id(), h->id());
-                   EXPECT_EQ(v.payload().value, 5);
-                 }).ok());
+  ASSERT_TRUE(dir.WithObject("k",
+                             [&](auto& v) {
+                               EXPECT_EQ(v.id(), h->id());
+                               EXPECT_EQ(v.payload().value, 5);
+                             })
+                  .ok());
 }
 
 TYPED_TEST(GroupDirectoryTest, D4_StaleEraseIfMatchNeverUnlinksRecreatedEntry) {
@@ -194,7 +208,8 @@ TYPED_TEST(GroupDirectoryTest, D4_StaleEraseIfMatchNeverUnlinksRecreatedEntry) {
   EXPECT_TRUE(dir.Pin("k2").ok());
 }
 
-TYPED_TEST(GroupDirectoryTest, D5_DeferredCallbackNeverMutatesRecreatedInstance) {
+TYPED_TEST(GroupDirectoryTest,
+           D5_DeferredCallbackNeverMutatesRecreatedInstance) {
   typename TestFixture::Directory dir(this->Options());
   for (const bool grouped : {false, true}) {
     const std::string key = grouped ? "member" : "single";
@@ -205,7 +220,9 @@ TYPED_TEST(GroupDirectoryTest, D5_DeferredCallbackNeverMutatesRecreatedInstance)
     ASSERT_TRUE(dir.Erase(key).ok());
     auto fresh = this->Must(dir.Create(key, options));
     std::uint64_t version_before = 0;
-    ASSERT_TRUE(dir.WithObject(key, [&](auto& v) { version_before = v.version(); }).ok());
+    ASSERT_TRUE(
+        dir.WithObject(key, [&](auto& v) { version_before = v.version(); })
+            .ok());
     // The deferred work fires now, carrying the token (and a handle).
     EXPECT_EQ(dir.WithTokenExclusive(key, token,
                                      [](auto& a) { a.payload().value = -1; })
@@ -215,10 +232,12 @@ TYPED_TEST(GroupDirectoryTest, D5_DeferredCallbackNeverMutatesRecreatedInstance)
                                       [](auto& a) { a.payload().value = -1; })
                   .code(),
               StatusCode::kNotFound);
-    ASSERT_TRUE(dir.WithObject(key, [&](auto& v) {
-                     EXPECT_EQ(v.payload().value, 0);
-                     EXPECT_EQ(v.version(), version_before);
-                   }).ok());
+    ASSERT_TRUE(dir.WithObject(key,
+                               [&](auto& v) {
+                                 EXPECT_EQ(v.payload().value, 0);
+                                 EXPECT_EQ(v.version(), version_before);
+                               })
+                    .ok());
     // The right token still works.
     EXPECT_TRUE(dir.WithTokenExclusive(key, fresh.token(),
                                        [](auto& a) { a.payload().value = 1; })
@@ -231,7 +250,8 @@ TYPED_TEST(GroupDirectoryTest, D5_DeferredCallbackNeverMutatesRecreatedInstance)
   }
 }
 
-TYPED_TEST(GroupDirectoryTest, D6_NoLookupReturnsRemovedObjectAndRemovalEmittedOnce) {
+TYPED_TEST(GroupDirectoryTest,
+           D6_NoLookupReturnsRemovedObjectAndRemovalEmittedOnce) {
   typename TestFixture::Directory dir(this->Options());
   CreateOptions counted;
   counted.counted_bytes = 100;
@@ -249,12 +269,15 @@ TYPED_TEST(GroupDirectoryTest, D6_NoLookupReturnsRemovedObjectAndRemovalEmittedO
   EXPECT_EQ(dir.EraseGroup("g").code(), StatusCode::kNotFound);
   EXPECT_EQ(dir.Erase("m").code(), StatusCode::kNotFound);
   std::string_view keys[] = {"k", "m"};
-  ASSERT_TRUE(dir.WithObjects(keys, [](std::size_t, StatusCode code, auto* v) {
-                   EXPECT_EQ(code, StatusCode::kNotFound);
-                   EXPECT_EQ(v, nullptr);
-                 }).ok());
+  ASSERT_TRUE(dir.WithObjects(keys,
+                              [](std::size_t, StatusCode code, auto* v) {
+                                EXPECT_EQ(code, StatusCode::kNotFound);
+                                EXPECT_EQ(v, nullptr);
+                              })
+                  .ok());
   std::size_t visited = 0;
-  ASSERT_TRUE(dir.VisitHandles([&](auto handles) { visited += handles.size(); }).ok());
+  ASSERT_TRUE(
+      dir.VisitHandles([&](auto handles) { visited += handles.size(); }).ok());
   EXPECT_EQ(visited, 0u);
   EXPECT_EQ(this->RemovedCount(), 2u);
   EXPECT_EQ(this->removed_bytes_, 110u);
@@ -309,10 +332,13 @@ TYPED_TEST(GroupDirectoryTest, D8_MemberNeverRoutedBeforeGroupAndLeaseWired) {
       EXPECT_TRUE(group);
       EXPECT_TRUE(group.is_current());
       EXPECT_GE(group->lease_deadline_nanos(), lease_floor);
-      EXPECT_TRUE(dir.WithObject(testing::Key("m", next), [&](auto& v) {
-                       EXPECT_NE(v.group_id(), kNoGroup);
-                       EXPECT_GE(v.lease_deadline_nanos(), lease_floor);
-                     }).ok());
+      EXPECT_TRUE(dir.WithObject(testing::Key("m", next),
+                                 [&](auto& v) {
+                                   EXPECT_NE(v.group_id(), kNoGroup);
+                                   EXPECT_GE(v.lease_deadline_nanos(),
+                                             lease_floor);
+                                 })
+                      .ok());
       checked.fetch_add(1, std::memory_order_relaxed);
       ++next;
     }
@@ -326,15 +352,16 @@ TYPED_TEST(GroupDirectoryTest, D8_MemberNeverRoutedBeforeGroupAndLeaseWired) {
   EXPECT_EQ(checked.load(), kMembers);
 }
 
-TYPED_TEST(GroupDirectoryTest, D9_VisitHandlesCopiesBoundedChunksWithoutHoldingLocks) {
+TYPED_TEST(GroupDirectoryTest,
+           D9_VisitHandlesCopiesBoundedChunksWithoutHoldingLocks) {
   DirectoryOptions options = this->Options();
   options.route.bucket_count = 4;
   typename TestFixture::Directory dir(std::move(options));
   constexpr int kObjects = 100;
   for (int i = 0; i < kObjects; ++i) {
-    this->Must(dir.Create(testing::Key("o", i),
-                          i % 2 == 0 ? InGroup(testing::Key("g", i % 6))
-                                     : CreateOptions{}));
+    this->Must(dir.Create(
+        testing::Key("o", i),
+        i % 2 == 0 ? InGroup(testing::Key("g", i % 6)) : CreateOptions{}));
   }
   Watchdog watchdog(testing::kWatchdogBound, "D9 visit with writes inside");
   std::set<ObjectId> seen;
@@ -363,29 +390,37 @@ TYPED_TEST(GroupDirectoryTest, D9_VisitHandlesCopiesBoundedChunksWithoutHoldingL
 
 // ---- L1-L3 ------------------------------------------------------------------
 
-TYPED_TEST(GroupDirectoryTest, L1_WritersSharingBucketAndStripeNeverWaitOnOtherObjectLock) {
+TYPED_TEST(GroupDirectoryTest,
+           L1_WritersSharingBucketAndStripeNeverWaitOnOtherObjectLock) {
   DirectoryOptions options = this->Options();
-  options.route.bucket_count = 1;     // every key shares the bucket
-  options.lifecycle_stripes = 1;  // and the stripe
+  options.route.bucket_count = 1;  // every key shares the bucket
+  options.lifecycle_stripes = 1;   // and the stripe
   typename TestFixture::Directory dir(std::move(options));
   this->Must(dir.Create("held", InGroup("g")));
   this->Must(dir.Create("other", InGroup("g2")));
   std::atomic<bool> holding{false};
   std::atomic<bool> release{false};
   std::thread holder([&] {
-    EXPECT_TRUE(dir.WithObjectExclusive("held", [&](auto&) {
-                     holding.store(true, std::memory_order_seq_cst);
-                     while (!release.load(std::memory_order_seq_cst)) {
-                       std::this_thread::yield();
-                     }
-                   }).ok());
+    EXPECT_TRUE(dir.WithObjectExclusive(
+                       "held",
+                       [&](auto&) {
+                         holding.store(true, std::memory_order_seq_cst);
+                         while (!release.load(std::memory_order_seq_cst)) {
+                           std::this_thread::yield();
+                         }
+                       })
+                    .ok());
   });
   while (!holding.load(std::memory_order_seq_cst)) std::this_thread::yield();
   {
     Watchdog watchdog(testing::kWatchdogBound, "L1 writers behind a held lock");
     EXPECT_TRUE(dir.Create("b").ok());
-    EXPECT_TRUE(dir.WithObjectExclusive("b", [](auto& a) { a.set_size_bytes(1); }).ok());
-    EXPECT_TRUE(dir.WithObjectExclusive("other", [](auto& a) { a.set_size_bytes(1); }).ok());
+    EXPECT_TRUE(
+        dir.WithObjectExclusive("b", [](auto& a) { a.set_size_bytes(1); })
+            .ok());
+    EXPECT_TRUE(
+        dir.WithObjectExclusive("other", [](auto& a) { a.set_size_bytes(1); })
+            .ok());
     EXPECT_TRUE(dir.Create("c", InGroup("g2")).ok());
     EXPECT_TRUE(dir.Erase("b").ok());
     EXPECT_TRUE(dir.EraseGroup("g2").ok());
@@ -395,7 +430,8 @@ TYPED_TEST(GroupDirectoryTest, L1_WritersSharingBucketAndStripeNeverWaitOnOtherO
   holder.join();
 }
 
-TYPED_TEST(GroupDirectoryTest, L2_OneLockOrderAcrossGroupMemberAndRouteOperations) {
+TYPED_TEST(GroupDirectoryTest,
+           L2_OneLockOrderAcrossGroupMemberAndRouteOperations) {
   // Every lock-taking path, interleaved on a small key space; TSan's deadlock
   // detector (detect_deadlocks=1) reports any lock-order cycle it observes.
   DirectoryOptions options = this->Options();
@@ -414,20 +450,30 @@ TYPED_TEST(GroupDirectoryTest, L2_OneLockOrderAcrossGroupMemberAndRouteOperation
         const std::string& key = keys[(i * 7 + t) % keys.size()];
         const std::string group = testing::Key("g", (i + t) % 2);
         switch ((i + t) % 6) {
-          case 0: dir.Create(key, InGroup(group)).status().IgnoreError(); break;
-          case 1: dir.Erase(key).IgnoreError(); break;
-          case 2: dir.EraseGroup(group).IgnoreError(); break;
+          case 0:
+            dir.Create(key, InGroup(group)).status().IgnoreError();
+            break;
+          case 1:
+            dir.Erase(key).IgnoreError();
+            break;
+          case 2:
+            dir.EraseGroup(group).IgnoreError();
+            break;
           case 3:
-            dir.WithObjectsExclusive(batch, [](std::size_t, StatusCode, auto*) {})
+            dir.WithObjectsExclusive(batch,
+                                     [](std::size_t, StatusCode, auto*) {})
                 .IgnoreError();
             break;
-          case 4: dir.Create(key).status().IgnoreError(); break;
+          case 4:
+            dir.Create(key).status().IgnoreError();
+            break;
           default:
             dir.VisitHandles([&](auto handles) {
                  for (const auto& h : handles) {
                    dir.WithHandle(h, [](auto&) {}).IgnoreError();
                  }
-               }).IgnoreError();
+               })
+                .IgnoreError();
         }
       }
     });
@@ -455,7 +501,7 @@ TYPED_TEST(GroupDirectoryTest, L3_NoLockHeldAcrossHostCallbacks) {
       EXPECT_TRUE(dir.Create("m-new", InGroup("g")).ok());
     } else if (r.key == "m1") {
       EXPECT_TRUE(dir.Create("m3", InGroup("g")).ok());  // group lock free
-      EXPECT_TRUE(dir.FindGroup("g").ok());               // catalog free
+      EXPECT_TRUE(dir.FindGroup("g").ok());              // catalog free
     } else if (r.key == "x") {
       EXPECT_TRUE(dir.EraseGroup("g").ok());
     }
@@ -489,17 +535,24 @@ TYPED_TEST(GroupDirectoryTest, P1_LeaseGrantNeverMovesDeadlineEarlier) {
   this->Must(dir.Create("k", options));
   const std::int64_t t0 = this->clock_.NowNanos();
   const std::int64_t ten = std::chrono::nanoseconds(seconds(10)).count();
-  ASSERT_TRUE(dir.WithObject("k", [&](auto& v) {
-                   EXPECT_EQ(v.lease_deadline_nanos(), t0 + ten);
-                   EXPECT_EQ(v.GrantLease(seconds(1)), t0 + ten);  // not earlier
-                   EXPECT_EQ(v.lease_deadline_nanos(), t0 + ten);
-                 }).ok());
+  ASSERT_TRUE(dir.WithObject("k",
+                             [&](auto& v) {
+                               EXPECT_EQ(v.lease_deadline_nanos(), t0 + ten);
+                               EXPECT_EQ(v.GrantLease(seconds(1)),
+                                         t0 + ten);  // not earlier
+                               EXPECT_EQ(v.lease_deadline_nanos(), t0 + ten);
+                             })
+                  .ok());
   this->clock_.Advance(seconds(20));
-  ASSERT_TRUE(dir.WithObject("k", [&](auto& v) {
-                   EXPECT_EQ(v.GrantLease(seconds(1)),
-                             this->clock_.NowNanos() +
-                                 std::chrono::nanoseconds(seconds(1)).count());
-                 }).ok());
+  ASSERT_TRUE(
+      dir.WithObject("k",
+                     [&](auto& v) {
+                       EXPECT_EQ(
+                           v.GrantLease(seconds(1)),
+                           this->clock_.NowNanos() +
+                               std::chrono::nanoseconds(seconds(1)).count());
+                     })
+          .ok());
 }
 
 TYPED_TEST(GroupDirectoryTest, P2_MemberReadExtendsSharedGroupLease) {
@@ -514,17 +567,24 @@ TYPED_TEST(GroupDirectoryTest, P2_MemberReadExtendsSharedGroupLease) {
   const std::int64_t expected =
       this->clock_.NowNanos() + std::chrono::nanoseconds(seconds(5)).count();
   EXPECT_EQ(a.group()->lease_deadline_nanos(), expected);
-  ASSERT_TRUE(dir.WithObjectExclusive("b", [&](auto& v) {
-                   EXPECT_EQ(v.lease_deadline_nanos(), expected);  // shared lease
-                 }).ok());
-  ASSERT_TRUE(dir.WithObjectExclusive("s", [&](auto& v) {
-                   EXPECT_EQ(v.lease_deadline_nanos(), 0);  // untouched
-                 }).ok());
+  ASSERT_TRUE(dir.WithObjectExclusive("b",
+                                      [&](auto& v) {
+                                        EXPECT_EQ(v.lease_deadline_nanos(),
+                                                  expected);  // shared lease
+                                      })
+                  .ok());
+  ASSERT_TRUE(dir.WithObjectExclusive("s",
+                                      [&](auto& v) {
+                                        EXPECT_EQ(v.lease_deadline_nanos(),
+                                                  0);  // untouched
+                                      })
+                  .ok());
   // Now b is leased through a's read: erase of b needs force (P4).
   EXPECT_EQ(dir.Erase("b").code(), StatusCode::kFailedPrecondition);
 }
 
-TYPED_TEST(GroupDirectoryTest, P3_ReadsNeverExtendSoftPinAndHardPinIsSetAtCreation) {
+TYPED_TEST(GroupDirectoryTest,
+           P3_ReadsNeverExtendSoftPinAndHardPinIsSetAtCreation) {
   DirectoryOptions options = this->Options();
   options.read_lease_ttl = seconds(5);
   typename TestFixture::Directory dir(std::move(options));
@@ -533,19 +593,24 @@ TYPED_TEST(GroupDirectoryTest, P3_ReadsNeverExtendSoftPinAndHardPinIsSetAtCreati
   create.hard_pin = true;
   this->Must(dir.Create("k", create));
   this->Must(dir.Create("plain"));
-  const std::int64_t pin = this->clock_.NowNanos() +
-                           std::chrono::nanoseconds(seconds(3)).count();
+  const std::int64_t pin =
+      this->clock_.NowNanos() + std::chrono::nanoseconds(seconds(3)).count();
   for (int i = 0; i < 3; ++i) {
     this->clock_.Advance(seconds(1));
-    ASSERT_TRUE(dir.WithObject("k", [&](auto& v) {
-                     EXPECT_EQ(v.soft_pin_deadline_nanos(), pin);
-                     EXPECT_TRUE(v.hard_pinned());
-                     v.GrantLease(seconds(50));
-                     EXPECT_EQ(v.soft_pin_deadline_nanos(), pin);
-                   }).ok());
+    ASSERT_TRUE(dir.WithObject("k",
+                               [&](auto& v) {
+                                 EXPECT_EQ(v.soft_pin_deadline_nanos(), pin);
+                                 EXPECT_TRUE(v.hard_pinned());
+                                 v.GrantLease(seconds(50));
+                                 EXPECT_EQ(v.soft_pin_deadline_nanos(), pin);
+                               })
+                    .ok());
   }
-  ASSERT_TRUE(dir.WithObject("k", [](auto& v) { EXPECT_FALSE(v.soft_pinned()); }).ok());
-  ASSERT_TRUE(dir.WithObject("plain", [](auto& v) { EXPECT_FALSE(v.hard_pinned()); }).ok());
+  ASSERT_TRUE(
+      dir.WithObject("k", [](auto& v) { EXPECT_FALSE(v.soft_pinned()); }).ok());
+  ASSERT_TRUE(
+      dir.WithObject("plain", [](auto& v) { EXPECT_FALSE(v.hard_pinned()); })
+          .ok());
 }
 
 TYPED_TEST(GroupDirectoryTest, P4_UnexpiredLeaseBlocksEraseWithoutForce) {
@@ -579,13 +644,18 @@ TYPED_TEST(GroupDirectoryTest, P5_ClockIsInjectedAndDrivesExpiry) {
   EXPECT_EQ(dir.Erase("k").code(), StatusCode::kFailedPrecondition);
   this->clock_.Advance(seconds(3599));
   EXPECT_EQ(dir.Erase("k").code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(dir.WithObject("k", [](auto& v) { EXPECT_FALSE(v.lease_expired()); }).ok());
+  ASSERT_TRUE(
+      dir.WithObject("k", [](auto& v) { EXPECT_FALSE(v.lease_expired()); })
+          .ok());
   this->clock_.Advance(seconds(1));
-  ASSERT_TRUE(dir.WithObject("k", [](auto& v) { EXPECT_TRUE(v.lease_expired()); }).ok());
+  ASSERT_TRUE(
+      dir.WithObject("k", [](auto& v) { EXPECT_TRUE(v.lease_expired()); })
+          .ok());
   EXPECT_TRUE(dir.Erase("k").ok());
 }
 
-// ---- model basics -------------------------------------------------------------
+// ---- model basics
+// -------------------------------------------------------------
 
 TYPED_TEST(GroupDirectoryTest, SingletonAndMemberShapes) {
   typename TestFixture::Directory dir(this->Options());
@@ -602,7 +672,8 @@ TYPED_TEST(GroupDirectoryTest, SingletonAndMemberShapes) {
   EXPECT_EQ(dir.group_count(), 1u);
 }
 
-TYPED_TEST(GroupDirectoryTest, LastMemberLeavingStartsFreshGroupWithFreshLease) {
+TYPED_TEST(GroupDirectoryTest,
+           LastMemberLeavingStartsFreshGroupWithFreshLease) {
   typename TestFixture::Directory dir(this->Options());
   CreateOptions leased = InGroup("g");
   leased.lease_ttl = seconds(1);
@@ -629,23 +700,31 @@ TYPED_TEST(GroupDirectoryTest, WithObjectsHoldsAtMostOneObjectLockAtATime) {
   std::atomic<bool> a_taken_elsewhere{false};
   std::atomic<bool> batch_did_a{false};
   std::thread holder([&] {
-    EXPECT_TRUE(dir.WithObjectExclusive("b", [&](auto&) {
-                     b_held.store(true, std::memory_order_seq_cst);
-                     while (!a_taken_elsewhere.load(std::memory_order_seq_cst)) {
-                       std::this_thread::yield();
-                     }
-                   }).ok());
+    EXPECT_TRUE(dir.WithObjectExclusive("b",
+                                        [&](auto&) {
+                                          b_held.store(
+                                              true, std::memory_order_seq_cst);
+                                          while (!a_taken_elsewhere.load(
+                                              std::memory_order_seq_cst)) {
+                                            std::this_thread::yield();
+                                          }
+                                        })
+                    .ok());
   });
   while (!b_held.load(std::memory_order_seq_cst)) std::this_thread::yield();
   std::string_view keys[] = {"a", "b"};
   std::thread batch([&] {
-    EXPECT_TRUE(dir.WithObjectsExclusive(keys, [&](std::size_t i, StatusCode code,
-                                                    auto*) {
-                     EXPECT_EQ(code, StatusCode::kOk);
-                     if (i == 0) batch_did_a.store(true, std::memory_order_seq_cst);
-                   }).ok());
+    EXPECT_TRUE(dir.WithObjectsExclusive(
+                       keys,
+                       [&](std::size_t i, StatusCode code, auto*) {
+                         EXPECT_EQ(code, StatusCode::kOk);
+                         if (i == 0)
+                           batch_did_a.store(true, std::memory_order_seq_cst);
+                       })
+                    .ok());
   });
-  while (!batch_did_a.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  while (!batch_did_a.load(std::memory_order_seq_cst))
+    std::this_thread::yield();
   // The batch is now on its way to (or blocked on) b; a must be free.
   EXPECT_TRUE(dir.WithObjectExclusive("a", [](auto&) {}).ok());
   a_taken_elsewhere.store(true, std::memory_order_seq_cst);
@@ -661,21 +740,29 @@ TYPED_TEST(GroupDirectoryTest, WithObjectsReportsEachKeyInOrder) {
   const std::string too_long(2000, 'x');
   std::string_view keys[] = {"a", "missing", "b", "a", "", too_long, "c", "a"};
   std::vector<StatusCode> codes;
-  ASSERT_TRUE(dir.WithObjectsExclusive(keys, [&](std::size_t i, StatusCode code,
-                                                  auto* access) {
-                   EXPECT_EQ(i, codes.size());
-                   codes.push_back(code);
-                   if (access != nullptr) {
-                     EXPECT_EQ(access->key(), keys[i]);
-                     access->payload().value += 1;
-                   }
-                 }).ok());
-  const std::vector<StatusCode> expected = {
-      StatusCode::kOk,       StatusCode::kNotFound,        StatusCode::kOk,
-      StatusCode::kOk,       StatusCode::kInvalidArgument, StatusCode::kInvalidArgument,
-      StatusCode::kOk,       StatusCode::kOk};
+  ASSERT_TRUE(dir.WithObjectsExclusive(
+                     keys,
+                     [&](std::size_t i, StatusCode code, auto* access) {
+                       EXPECT_EQ(i, codes.size());
+                       codes.push_back(code);
+                       if (access != nullptr) {
+                         EXPECT_EQ(access->key(), keys[i]);
+                         access->payload().value += 1;
+                       }
+                     })
+                  .ok());
+  const std::vector<StatusCode> expected = {StatusCode::kOk,
+                                            StatusCode::kNotFound,
+                                            StatusCode::kOk,
+                                            StatusCode::kOk,
+                                            StatusCode::kInvalidArgument,
+                                            StatusCode::kInvalidArgument,
+                                            StatusCode::kOk,
+                                            StatusCode::kOk};
   EXPECT_EQ(codes, expected);
-  ASSERT_TRUE(dir.WithObject("a", [](auto& v) { EXPECT_EQ(v.payload().value, 3); }).ok());
+  ASSERT_TRUE(
+      dir.WithObject("a", [](auto& v) { EXPECT_EQ(v.payload().value, 3); })
+          .ok());
 }
 
 TYPED_TEST(GroupDirectoryTest, EnvelopeChangesBumpVersion) {
@@ -683,18 +770,20 @@ TYPED_TEST(GroupDirectoryTest, EnvelopeChangesBumpVersion) {
   this->Must(dir.Create("k"));
   std::uint64_t v0 = 0;
   ASSERT_TRUE(dir.WithObject("k", [&](auto& v) { v0 = v.version(); }).ok());
-  ASSERT_TRUE(dir.WithObjectExclusive("k", [&](auto& a) {
-                   a.set_size_bytes(10);
-                   a.set_task(kTaskOffload);
-                   a.set_soft_pin_deadline_nanos(5);
-                   a.clear_task(kTaskOffload);
-                   a.GrantLease(seconds(1));
-                   EXPECT_EQ(a.version(), v0 + 5);
-                   const ObjectMetadata m = a.metadata();
-                   EXPECT_EQ(m.size_bytes, 10u);
-                   EXPECT_EQ(m.tasks, 0u);
-                   EXPECT_EQ(m.soft_pin_deadline_nanos, 5);
-                 }).ok());
+  ASSERT_TRUE(dir.WithObjectExclusive("k",
+                                      [&](auto& a) {
+                                        a.set_size_bytes(10);
+                                        a.set_task(kTaskOffload);
+                                        a.set_soft_pin_deadline_nanos(5);
+                                        a.clear_task(kTaskOffload);
+                                        a.GrantLease(seconds(1));
+                                        EXPECT_EQ(a.version(), v0 + 5);
+                                        const ObjectMetadata m = a.metadata();
+                                        EXPECT_EQ(m.size_bytes, 10u);
+                                        EXPECT_EQ(m.tasks, 0u);
+                                        EXPECT_EQ(m.soft_pin_deadline_nanos, 5);
+                                      })
+                  .ok());
 }
 
 TYPED_TEST(GroupDirectoryTest, DiagnosticsCountObjectsGroupsAndBuckets) {
@@ -702,9 +791,9 @@ TYPED_TEST(GroupDirectoryTest, DiagnosticsCountObjectsGroupsAndBuckets) {
   options.route.bucket_count = 8;
   typename TestFixture::Directory dir(std::move(options));
   for (int i = 0; i < 20; ++i) {
-    this->Must(dir.Create(testing::Key("k", i),
-                          i < 10 ? InGroup(testing::Key("g", i % 3))
-                                 : CreateOptions{}));
+    this->Must(dir.Create(
+        testing::Key("k", i),
+        i < 10 ? InGroup(testing::Key("g", i % 3)) : CreateOptions{}));
   }
   const DirectoryDiagnostics d = dir.Diagnostics();
   EXPECT_EQ(d.objects, 20u);
@@ -716,7 +805,8 @@ TYPED_TEST(GroupDirectoryTest, DiagnosticsCountObjectsGroupsAndBuckets) {
   EXPECT_GE(d.route.max_bucket_entries, 3u);  // pigeonhole: 20 keys, 8 buckets
 }
 
-// ---- bad input ---------------------------------------------------------------
+// ---- bad input
+// ---------------------------------------------------------------
 
 TYPED_TEST(GroupDirectoryTest, BadInputIsRejectedWithoutStateChange) {
   DirectoryOptions options = this->Options();
@@ -730,7 +820,8 @@ TYPED_TEST(GroupDirectoryTest, BadInputIsRejectedWithoutStateChange) {
     EXPECT_EQ(this->RemovedCount(), 0u);
   };
   EXPECT_EQ(dir.Create("").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(dir.Create("123456789").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dir.Create("123456789").status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(dir.Create("k", InGroup("123456789")).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(dir.Create("ok").status().code(), StatusCode::kAlreadyExists);
@@ -761,18 +852,22 @@ TYPED_TEST(GroupDirectoryTest, JoiningGroupBeingTornDownFails) {
     std::atomic<bool> holding{false};
     std::atomic<bool> release{false};
     std::thread holder([&] {
-      EXPECT_TRUE(dir.WithObject("m1", [&](auto&) {
-                       holding.store(true, std::memory_order_seq_cst);
-                       while (!release.load(std::memory_order_seq_cst)) {
-                         std::this_thread::yield();
-                       }
-                     }).ok());
+      EXPECT_TRUE(
+          dir.WithObject("m1",
+                         [&](auto&) {
+                           holding.store(true, std::memory_order_seq_cst);
+                           while (!release.load(std::memory_order_seq_cst)) {
+                             std::this_thread::yield();
+                           }
+                         })
+              .ok());
     });
     while (!holding.load(std::memory_order_seq_cst)) std::this_thread::yield();
     std::thread eraser([&] { EXPECT_TRUE(dir.EraseGroup("g").ok()); });
     std::this_thread::sleep_for(std::chrono::milliseconds(5 * (round + 1)));
     Status join_status;
-    std::thread joiner([&] { join_status = dir.Create("m2", InGroup("g")).status(); });
+    std::thread joiner(
+        [&] { join_status = dir.Create("m2", InGroup("g")).status(); });
     std::this_thread::sleep_for(std::chrono::milliseconds(5 * (round + 1)));
     release.store(true, std::memory_order_seq_cst);
     holder.join();
@@ -800,14 +895,17 @@ TYPED_TEST(GroupDirectoryTest, EveryCallAfterShutdownIsUnavailable) {
   const auto unavailable = StatusCode::kUnavailable;
   EXPECT_EQ(dir.Shutdown().code(), unavailable);
   EXPECT_EQ(dir.Create("x").status().code(), unavailable);
-  EXPECT_EQ(dir.WithObject("k", [](auto&) { ADD_FAILURE(); }).code(), unavailable);
+  EXPECT_EQ(dir.WithObject("k", [](auto&) { ADD_FAILURE(); }).code(),
+            unavailable);
   EXPECT_EQ(dir.WithObjectExclusive("k", [](auto&) { ADD_FAILURE(); }).code(),
             unavailable);
   std::string_view keys[] = {"k"};
-  EXPECT_EQ(dir.WithObjects(keys, [](std::size_t, StatusCode, auto*) { ADD_FAILURE(); })
+  EXPECT_EQ(dir.WithObjects(
+                   keys, [](std::size_t, StatusCode, auto*) { ADD_FAILURE(); })
                 .code(),
             unavailable);
-  EXPECT_EQ(dir.WithHandle(h, [](auto&) { ADD_FAILURE(); }).code(), unavailable);
+  EXPECT_EQ(dir.WithHandle(h, [](auto&) { ADD_FAILURE(); }).code(),
+            unavailable);
   EXPECT_EQ(dir.WithToken("k", h.token(), [](auto&) { ADD_FAILURE(); }).code(),
             unavailable);
   EXPECT_EQ(dir.Pin("k").status().code(), unavailable);
@@ -821,8 +919,8 @@ TYPED_TEST(GroupDirectoryTest, EveryCallAfterShutdownIsUnavailable) {
   EXPECT_EQ(this->RemovedCount(), 0u);
 }
 
-
-// ---- route errors (fault-injecting route policy) ------------------------------
+// ---- route errors (fault-injecting route policy)
+// ------------------------------
 
 // A route policy that fails writes on demand the way the epoch route does
 // under back-pressure (kResourceExhausted, nothing changed). It also shows

@@ -31,9 +31,8 @@ using OracleDirectory = testing::TestDirectory<testing::LockedRouteTag>;
 
 // What a user can observe about one object, without its ObjectId (ids are
 // issued in arrival order, which concurrent phases do not fix).
-using Observed =
-    std::tuple<std::string /*group name*/, std::int64_t /*value*/,
-               std::int64_t /*lease*/, std::uint64_t /*size*/>;
+using Observed = std::tuple<std::string /*group name*/, std::int64_t /*value*/,
+                            std::int64_t /*lease*/, std::uint64_t /*size*/>;
 
 template <typename Directory>
 std::map<std::string, Observed> Observe(const Directory& dir) {
@@ -68,8 +67,10 @@ class Driver {
   Driver(EpochDirectory& epoch, OracleDirectory& oracle, int slice,
          std::uint64_t seed)
       : epoch_(epoch), oracle_(oracle), rng_(seed) {
-    for (int i = 0; i < 12; ++i) keys_.push_back(testing::Key("s" + std::to_string(slice) + "/k", i));
-    for (int i = 0; i < 3; ++i) groups_.push_back(testing::Key("s" + std::to_string(slice) + "/g", i));
+    for (int i = 0; i < 12; ++i)
+      keys_.push_back(testing::Key("s" + std::to_string(slice) + "/k", i));
+    for (int i = 0; i < 3; ++i)
+      groups_.push_back(testing::Key("s" + std::to_string(slice) + "/g", i));
   }
 
   // Returns false (with a message) if the two directories disagreed.
@@ -85,8 +86,12 @@ class Driver {
         CreateOptions create;
         if (op == 1) create.group = group;
         create.size_bytes = static_cast<std::uint64_t>(value);
-        a = epoch_.Create(key, create, TestPayload{value, 0, 0}).status().code();
-        b = oracle_.Create(key, create, TestPayload{value, 0, 0}).status().code();
+        a = epoch_.Create(key, create, TestPayload{value, 0, 0})
+                .status()
+                .code();
+        b = oracle_.Create(key, create, TestPayload{value, 0, 0})
+                .status()
+                .code();
         break;
       }
       case 2:
@@ -105,7 +110,8 @@ class Driver {
       }
       case 5: {
         std::vector<std::string_view> batch;
-        for (int i = 0; i < 5; ++i) batch.push_back(keys_[rng_() % keys_.size()]);
+        for (int i = 0; i < 5; ++i)
+          batch.push_back(keys_[rng_() % keys_.size()]);
         std::vector<std::int64_t> seen_a, seen_b;
         auto reader = [](std::vector<std::int64_t>* seen) {
           return [seen](std::size_t, StatusCode code, const auto* view) {
@@ -129,14 +135,18 @@ class Driver {
         b = hb.status().code();
         if (ha.ok() && hb.ok()) {
           // A stale matched erase (wrong id) never unlinks; a right one does.
-          const bool stale_a = epoch_.EraseIfMatch(key, ha.value()->id() + 1000000, ha.value().get());
-          const bool stale_b = oracle_.EraseIfMatch(key, hb.value()->id() + 1000000, hb.value().get());
+          const bool stale_a = epoch_.EraseIfMatch(
+              key, ha.value()->id() + 1000000, ha.value().get());
+          const bool stale_b = oracle_.EraseIfMatch(
+              key, hb.value()->id() + 1000000, hb.value().get());
           if (stale_a || stale_b) {
             *why = "stale EraseIfMatch unlinked " + key;
             return false;
           }
-          const bool erased_a = epoch_.EraseIfMatch(key, ha.value()->id(), ha.value().get());
-          const bool erased_b = oracle_.EraseIfMatch(key, hb.value()->id(), hb.value().get());
+          const bool erased_a =
+              epoch_.EraseIfMatch(key, ha.value()->id(), ha.value().get());
+          const bool erased_b =
+              oracle_.EraseIfMatch(key, hb.value()->id(), hb.value().get());
           if (erased_a != erased_b) {
             *why = "EraseIfMatch differs for " + key;
             return false;
@@ -198,7 +208,8 @@ TEST(RouteDifferentialTest, ConcurrentPhasesMatchAtQuiescentPoints) {
   OracleDirectory oracle(Options(&clock));
   constexpr int kThreads = 8;  // oversubscribed on 2 cores
   std::vector<Driver> drivers;
-  for (int t = 0; t < kThreads; ++t) drivers.emplace_back(epoch, oracle, t, 1000 + t);
+  for (int t = 0; t < kThreads; ++t)
+    drivers.emplace_back(epoch, oracle, t, 1000 + t);
   const int phases = testing::StressIterations(testing::kUnderTsan ? 4 : 10);
   for (int phase = 0; phase < phases; ++phase) {
     std::vector<std::string> failures(kThreads);
@@ -212,8 +223,8 @@ TEST(RouteDifferentialTest, ConcurrentPhasesMatchAtQuiescentPoints) {
     }
     for (auto& th : threads) th.join();
     for (int t = 0; t < kThreads; ++t) {
-      ASSERT_TRUE(failures[t].empty()) << "phase " << phase << " thread " << t
-                                       << ": " << failures[t];
+      ASSERT_TRUE(failures[t].empty())
+          << "phase " << phase << " thread " << t << ": " << failures[t];
     }
     const auto observed = Observe(epoch);
     ASSERT_EQ(observed, Observe(oracle)) << "phase " << phase;

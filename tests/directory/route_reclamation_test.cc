@@ -55,14 +55,15 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
   std::thread reader([&] {
     std::vector<std::string> keys{"base0", "base1", "base2"};
     std::vector<std::string_view> views(keys.begin(), keys.end());
-    Status s = dir->WithObjects(views, [&](std::size_t i, StatusCode code, const auto* view) {
-      EXPECT_EQ(code, StatusCode::kOk);
-      if (i != 0) return;
-      reader_id.store(domain.Diagnostics().oldest_guard_participant);
-      inside.store(true);
-      while (!release.load()) std::this_thread::sleep_for(milliseconds(1));
-      EXPECT_EQ(view->key(), "base0");  // ASan: still alive
-    });
+    Status s = dir->WithObjects(
+        views, [&](std::size_t i, StatusCode code, const auto* view) {
+          EXPECT_EQ(code, StatusCode::kOk);
+          if (i != 0) return;
+          reader_id.store(domain.Diagnostics().oldest_guard_participant);
+          inside.store(true);
+          while (!release.load()) std::this_thread::sleep_for(milliseconds(1));
+          EXPECT_EQ(view->key(), "base0");  // ASan: still alive
+        });
     EXPECT_TRUE(s.ok());
   });
   while (!inside.load()) std::this_thread::yield();
@@ -81,7 +82,8 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
     ++created;
     Status erased = dir->Erase(key, EraseOptions{.force = true});
     EXPECT_TRUE(erased.ok()) << erased.ToString();
-    EXPECT_LE(domain.Diagnostics().retired_bytes, epoch_options.retired_bytes_cap);
+    EXPECT_LE(domain.Diagnostics().retired_bytes,
+              epoch_options.retired_bytes_cap);
   }
   const DirectoryDiagnostics during = dir->Diagnostics();
   EXPECT_GT(busy, 0) << "writers never reached the cap";
@@ -116,7 +118,8 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
     watch = h.value().owner();
   }
   {
-    Participant pinner = std::move(domain.RegisterParticipant("pinner")).value();
+    Participant pinner =
+        std::move(domain.RegisterParticipant("pinner")).value();
     Guard old_reader = pinner.Enter();  // keeps the retirement pending
     ASSERT_TRUE(dir->Erase("base3", EraseOptions{.force = true}).ok());
     EXPECT_GT(domain.Diagnostics().retired_count, 0u);

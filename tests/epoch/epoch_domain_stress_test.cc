@@ -83,7 +83,8 @@ void RunAgeTorture(ReadSideMode mode) {
       while (!stop.load(std::memory_order_relaxed)) {
         auto* fresh = new TortureElement;
         fresh->payload = ~std::uint64_t{0} - 1;
-        TortureElement* old = current.exchange(fresh, std::memory_order_acq_rel);
+        TortureElement* old =
+            current.exchange(fresh, std::memory_order_acq_rel);
         old->age.store(1, std::memory_order_relaxed);
         while (!domain.Retire(old, sizeof(*old), &AgeToDead).ok()) {
           std::this_thread::yield();
@@ -94,7 +95,8 @@ void RunAgeTorture(ReadSideMode mode) {
   std::this_thread::sleep_for(testing::StressDuration(400));
   stop.store(true);
   for (auto& t : threads) t.join();
-  EXPECT_EQ(too_old.load(), 0) << "a reader saw an element past its grace period";
+  EXPECT_EQ(too_old.load(), 0)
+      << "a reader saw an element past its grace period";
   EXPECT_EQ(bad_payload.load(), 0);
   EXPECT_GT(reads.load(), 0);
   EXPECT_GT(domain.Diagnostics().grace_periods, 2u);
@@ -211,7 +213,8 @@ TEST(EpochOrderingStressTest, DeleterHappensAfterEveryReader) {
   }
   threads.emplace_back([&] {
     while (!stop.load(std::memory_order_relaxed)) {
-      Plain* old = slot.exchange(new Plain{{7, 7, 7, 7}}, std::memory_order_acq_rel);
+      Plain* old =
+          slot.exchange(new Plain{{7, 7, 7, 7}}, std::memory_order_acq_rel);
       while (!domain.Retire(old, sizeof(Plain), &PoisonAndDelete).ok()) {
       }
     }
@@ -244,12 +247,11 @@ TEST(EpochMixedStressTest, OversubscribedChurnKeepsEveryRule) {
   };
   auto retire_one = [&](int id) {
     auto* t = new Tracked{&deleted[id]};
-    Status s = domain.Retire(
-        t, 64, [](void* p) {
-          auto* tracked = static_cast<Tracked*>(p);
-          tracked->counter->fetch_add(1, std::memory_order_relaxed);
-          delete tracked;
-        });
+    Status s = domain.Retire(t, 64, [](void* p) {
+      auto* tracked = static_cast<Tracked*>(p);
+      tracked->counter->fetch_add(1, std::memory_order_relaxed);
+      delete tracked;
+    });
     if (!s.ok()) {
       delete t;
       return false;

@@ -63,14 +63,13 @@ class EpochDomainTest : public ::testing::TestWithParam<ReadSideMode> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Modes, EpochDomainTest,
-                         ::testing::Values(ReadSideMode::kSeqCst,
-                                           ReadSideMode::kAsymmetric),
-                         [](const ::testing::TestParamInfo<ReadSideMode>& param_info) {
-                           return param_info.param == ReadSideMode::kSeqCst
-                                      ? "SeqCst"
-                                      : "Asymmetric";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Modes, EpochDomainTest,
+    ::testing::Values(ReadSideMode::kSeqCst, ReadSideMode::kAsymmetric),
+    [](const ::testing::TestParamInfo<ReadSideMode>& param_info) {
+      return param_info.param == ReadSideMode::kSeqCst ? "SeqCst"
+                                                       : "Asymmetric";
+    });
 
 TEST_P(EpochDomainTest, E1_RetiredNodeFreedOnlyAfterActiveGuardsLeave) {
   EpochDomain domain(Options());
@@ -121,7 +120,8 @@ TEST_P(EpochDomainTest, E3_BarrierFreesEverythingRetiredBeforeIt) {
     std::this_thread::sleep_for(milliseconds(30));
   });
   while (!entered.load()) std::this_thread::yield();
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(deletions.load(), 100);
   holder.join();
@@ -163,7 +163,8 @@ TEST_P(EpochDomainTest, E4_RetireAtCapFailsBusyAfterDeadline) {
     while (!release.load()) std::this_thread::yield();
   });
   while (!entered.load()) std::this_thread::yield();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions, 100).ok());
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(RetireCounted(domain, &deletions, 100).ok());
   const auto start = std::chrono::steady_clock::now();
   Status busy = RetireCounted(domain, &deletions, 100);
   const auto waited = std::chrono::steady_clock::now() - start;
@@ -372,9 +373,7 @@ TEST_P(EpochDomainTest, E8_NestedGuardsBalanceAndDoNotRepublish) {
       domain.TryReclaim();
       domain.TryReclaim();
       EXPECT_EQ(domain.Diagnostics().global_epoch, epoch);
-      {
-        Guard innermost = p.Enter();
-      }
+      { Guard innermost = p.Enter(); }
     }
     EXPECT_TRUE(p.InGuard()) << "inner leave ended the outer guard";
     EXPECT_EQ(domain.Diagnostics().active_guards, 1u);
@@ -398,14 +397,16 @@ TEST_P(EpochDomainTest, E8_MovedGuardLeavesOnce) {
   EXPECT_FALSE(p.InGuard());
 }
 
-TEST_P(EpochDomainTest, E9_ExitingParticipantsRetirementsAreFreedAndSlotReused) {
+TEST_P(EpochDomainTest,
+       E9_ExitingParticipantsRetirementsAreFreedAndSlotReused) {
   EpochDomain domain(Options());
   std::atomic<int> deletions{0};
   for (int round = 0; round < 20; ++round) {
     std::thread([&] {
       Participant p = Register(domain, "short-lived");
       Guard g = p.Enter();
-      for (int i = 0; i < 5; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+      for (int i = 0; i < 5; ++i)
+        ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
     }).join();
   }
   EpochDiagnostics d = domain.Diagnostics();
@@ -426,7 +427,8 @@ TEST_P(EpochDomainTest, E10_ShutdownRunsEveryDeleterExactlyOnce) {
     for (auto& d : deletions) ASSERT_TRUE(RetireCounted(domain, &d, 10).ok());
     domain.TryReclaim();
     domain.TryReclaim();
-    for (int i = 0; i < 50; ++i) ASSERT_TRUE(RetireCounted(domain, &deletions[i], 10).ok());
+    for (int i = 0; i < 50; ++i)
+      ASSERT_TRUE(RetireCounted(domain, &deletions[i], 10).ok());
     ASSERT_TRUE(domain.Shutdown(seconds(5)).ok());
   }
   for (int i = 0; i < 500; ++i) {
@@ -436,7 +438,8 @@ TEST_P(EpochDomainTest, E10_ShutdownRunsEveryDeleterExactlyOnce) {
   EXPECT_EQ(d.retired_bytes, 0u);
   EXPECT_EQ(d.retired_count, 0u);
   std::atomic<int> late{0};
-  EXPECT_EQ(RetireCounted(domain, &late).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(RetireCounted(domain, &late).code(),
+            StatusCode::kFailedPrecondition);
   EXPECT_EQ(domain.RegisterParticipant().status().code(),
             StatusCode::kFailedPrecondition);
   EXPECT_TRUE(domain.Shutdown(seconds(1)).ok()) << "second shutdown";

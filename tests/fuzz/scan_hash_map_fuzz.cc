@@ -29,7 +29,8 @@ class ScriptedAllocator final : public cairn::IndexAllocator {
     }
     return cairn::DefaultIndexAllocator()->Allocate(bytes, alignment);
   }
-  void Deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept override {
+  void Deallocate(void* p, std::size_t bytes,
+                  std::size_t alignment) noexcept override {
     cairn::DefaultIndexAllocator()->Deallocate(p, bytes, alignment);
   }
   bool fail_next_ = false;
@@ -41,7 +42,8 @@ void Require(bool condition) {
 
 class Reader {
  public:
-  Reader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  Reader(const std::uint8_t* data, std::size_t size)
+      : data_(data), size_(size) {}
   bool done() const { return pos_ >= size_; }
   std::uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
 
@@ -51,7 +53,8 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-void Check(const Map& map, const std::unordered_map<std::string, std::uint64_t>& model) {
+void Check(const Map& map,
+           const std::unordered_map<std::string, std::uint64_t>& model) {
   Require(map.size() == model.size());
   for (const auto& [key, value] : model) {
     const Map::Entry* e = map.Find(key);
@@ -63,17 +66,22 @@ void Check(const Map& map, const std::unordered_map<std::string, std::uint64_t>&
   std::size_t emitted = 0;
   cairn::StableScanCursor cursor = map.StableScanBegin();
   while (!cursor.done) {
-    Require(map.ScanStable(cursor, [&](const Map::Entry& e) {
-      ++emitted;
-      Require(model.count(std::string(e.key())) == 1);
-    }, 64).ok());
+    Require(map.ScanStable(
+                   cursor,
+                   [&](const Map::Entry& e) {
+                     ++emitted;
+                     Require(model.count(std::string(e.key())) == 1);
+                   },
+                   64)
+                .ok());
   }
   Require(emitted == model.size());
 }
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {
   Reader in(data, size);
   ScriptedAllocator allocator;
   cairn::ScanHashMapOptions options;
@@ -89,7 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint8_t k = in.Byte();
     // Keys: 0..255 in a few lengths (including empty and over-limit).
     std::string key;
-    if ((op & 0x70) != 0x70) key = std::string(1 + (k % 4) * 7, static_cast<char>('a' + (k % 26))) + std::to_string(k);
+    if ((op & 0x70) != 0x70)
+      key = std::string(1 + (k % 4) * 7, static_cast<char>('a' + (k % 26))) +
+            std::to_string(k);
     if ((op & 0x70) == 0x70 && (k & 1)) key.assign(65, 'z');
     allocator.fail_next_ = (op & 0x80) != 0;
     const std::uint64_t value = ++counter;
@@ -139,7 +149,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       case 11: {
         std::uint64_t cursor = k;
-        for (int i = 0; i < 4; ++i) cursor = map.Scan(cursor, [](const Map::Entry&) {});
+        for (int i = 0; i < 4; ++i)
+          cursor = map.Scan(cursor, [](const Map::Entry&) {});
         break;
       }
       case 12: {

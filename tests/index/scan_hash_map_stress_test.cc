@@ -25,7 +25,8 @@ struct Variant {
   std::uint64_t key_space;
 };
 
-void CheckEqual(const Map& map, const std::unordered_map<std::string, std::uint64_t>& model) {
+void CheckEqual(const Map& map,
+                const std::unordered_map<std::string, std::uint64_t>& model) {
   ASSERT_EQ(map.size(), model.size());
   for (const auto& [key, value] : model) {
     const Map::Entry* e = map.Find(key);
@@ -38,12 +39,16 @@ void CheckEqual(const Map& map, const std::unordered_map<std::string, std::uint6
   std::size_t emitted = 0;
   StableScanCursor cursor = map.StableScanBegin();
   while (!cursor.done) {
-    ASSERT_TRUE(map.ScanStable(cursor, [&](const Map::Entry& e) {
-      ++emitted;
-      auto it = model.find(std::string(e.key()));
-      ASSERT_NE(it, model.end()) << e.key();
-      ASSERT_EQ(it->second, e.value().offset);
-    }, 256).ok());
+    ASSERT_TRUE(map.ScanStable(
+                       cursor,
+                       [&](const Map::Entry& e) {
+                         ++emitted;
+                         auto it = model.find(std::string(e.key()));
+                         ASSERT_NE(it, model.end()) << e.key();
+                         ASSERT_EQ(it->second, e.value().offset);
+                       },
+                       256)
+                    .ok());
   }
   ASSERT_EQ(emitted, model.size());
 }
@@ -68,7 +73,8 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
       const std::string key = Key(k, 8 + (k % 5) * 16);  // 5 size classes
       const std::uint64_t value = rng();
       const int kind = static_cast<int>(rng() % 100);
-      if (static_cast<int>(rng() % 1000) < variant.fail_per_mille) allocator.FailAfter(0);
+      if (static_cast<int>(rng() % 1000) < variant.fail_per_mille)
+        allocator.FailAfter(0);
       if (kind < 30) {
         auto r = map.Insert(key, Loc{value});
         const bool present = model.count(key) != 0;
@@ -123,7 +129,8 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
       }
       if (op % 2048 == 0) {
         ASSERT_NO_FATAL_FAILURE(CheckEqual(map, model));
-        ASSERT_EQ(static_cast<long long>(map.Memory().total_bytes), allocator.live_bytes());
+        ASSERT_EQ(static_cast<long long>(map.Memory().total_bytes),
+                  allocator.live_bytes());
       }
     }
     allocator.Heal();
@@ -147,7 +154,8 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
 }
 
 TEST(ScanHashMapStressTest, DifferentialAgainstUnorderedMap) {
-  const int ops = testing::StressIterations(testing::kUnderTsan ? 15000 : 60000);
+  const int ops =
+      testing::StressIterations(testing::kUnderTsan ? 15000 : 60000);
   const Variant variants[] = {
       {32, 0, 20000},  // growth and shrink, no failures
       {32, 20, 5000},  // failures everywhere
@@ -182,7 +190,8 @@ TEST(ScanHashMapStressTest, ScanUnderChurnEmitsStableEntries) {
     std::uint64_t cursor = 0;
     int calls = 0;
     do {
-      cursor = map.Scan(cursor, [&](const Map::Entry& e) { ++seen[std::string(e.key())]; });
+      cursor = map.Scan(
+          cursor, [&](const Map::Entry& e) { ++seen[std::string(e.key())]; });
       const int grow = (calls / 50) % 2 == 0;
       for (int k = 0; k < 30; ++k) {
         if (grow || churn.empty()) {

@@ -22,7 +22,8 @@ namespace {
 
 using index_internal::Bucket;
 
-ScanHashMapOptions Options(int max_exponent = 32, IndexAllocator* allocator = nullptr) {
+ScanHashMapOptions Options(int max_exponent = 32,
+                           IndexAllocator* allocator = nullptr) {
   ScanHashMapOptions options;
   options.seed = 0x5eed;
   options.max_exponent = max_exponent;
@@ -32,7 +33,8 @@ ScanHashMapOptions Options(int max_exponent = 32, IndexAllocator* allocator = nu
 
 // Keys whose hash has the given tag, found by search.
 std::vector<std::string> KeysWithTag(const Map& map, std::uint8_t tag,
-                                     std::size_t count, std::uint64_t start = 0) {
+                                     std::size_t count,
+                                     std::uint64_t start = 0) {
   std::vector<std::string> keys;
   for (std::uint64_t i = start; keys.size() < count; ++i) {
     std::string key = Key(i);
@@ -46,10 +48,14 @@ std::map<std::string, std::uint64_t> Contents(const Map& map) {
   std::map<std::string, std::uint64_t> out;
   StableScanCursor cursor = map.StableScanBegin();
   while (!cursor.done) {
-    Status s = map.ScanStable(cursor, [&](const Map::Entry& e) {
-      EXPECT_TRUE(out.emplace(std::string(e.key()), e.value().offset).second)
-          << "stable scan emitted " << e.key() << " twice";
-    }, 64);
+    Status s = map.ScanStable(
+        cursor,
+        [&](const Map::Entry& e) {
+          EXPECT_TRUE(
+              out.emplace(std::string(e.key()), e.value().offset).second)
+              << "stable scan emitted " << e.key() << " twice";
+        },
+        64);
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (!s.ok()) break;
   }
@@ -65,14 +71,16 @@ bool AddressPresent(const Map& map, std::uintptr_t address) {
   return found;
 }
 
-void ExpectAllFound(const Map& map, const std::map<std::string, std::uint64_t>& model) {
+void ExpectAllFound(const Map& map,
+                    const std::map<std::string, std::uint64_t>& model) {
   ASSERT_EQ(map.size(), model.size());
   for (const auto& [key, value] : model) {
     const Map::Entry* e = map.Find(key);
     ASSERT_NE(e, nullptr) << key;
     EXPECT_EQ(e->value().offset, value);
     const std::uint64_t h = map.HashOf(key);
-    EXPECT_EQ(map.FindAddress(e->address(), Map::Hash32(h), Map::TagOf(h)), e) << key;
+    EXPECT_EQ(map.FindAddress(e->address(), Map::Hash32(h), Map::TagOf(h)), e)
+        << key;
     EXPECT_EQ(map.FindAddress(e->address(), Map::Hash32(h)), e) << key;
   }
 }
@@ -86,23 +94,28 @@ TEST(ScanHashMapTest, SimdTagMatchAgreesWithScalarForAll256Tags) {
   std::mt19937_64 rng(3);
   for (int round = 0; round < 64; ++round) {
     Bucket b;
-    for (auto& tag : b.tags) tag = static_cast<std::uint8_t>(rng() % (round < 32 ? 4 : 256));
+    for (auto& tag : b.tags)
+      tag = static_cast<std::uint8_t>(rng() % (round < 32 ? 4 : 256));
     for (auto& handle : b.handles) handle = static_cast<std::uint32_t>(rng());
     b.child = static_cast<std::uint32_t>(rng());
     for (int tag = 0; tag < 256; ++tag) {
       const auto t = static_cast<std::uint8_t>(tag);
-      EXPECT_EQ(index_internal::MatchTags(b, t), index_internal::MatchTagsScalar(b, t));
-      EXPECT_EQ(index_internal::MatchTags(b, t) & ~index_internal::kAllSlotsMask, 0u);
+      EXPECT_EQ(index_internal::MatchTags(b, t),
+                index_internal::MatchTagsScalar(b, t));
+      EXPECT_EQ(
+          index_internal::MatchTags(b, t) & ~index_internal::kAllSlotsMask, 0u);
     }
   }
 }
 
-// X1: tags are filters only; all 256 values are legal; a stale tag never matches.
+// X1: tags are filters only; all 256 values are legal; a stale tag never
+// matches.
 TEST(ScanHashMapTest, X1TagsAreFiltersOnly) {
   Map map(Options());
   std::map<std::string, std::uint64_t> model;
   for (int tag = 0; tag < 256; ++tag) {
-    for (const std::string& key : KeysWithTag(map, static_cast<std::uint8_t>(tag), 2)) {
+    for (const std::string& key :
+         KeysWithTag(map, static_cast<std::uint8_t>(tag), 2)) {
       if (model.count(key) != 0) continue;
       ASSERT_TRUE(map.Insert(key, Loc{model.size()}).ok());
       model.emplace(key, model.size());
@@ -123,7 +136,8 @@ TEST(ScanHashMapTest, X1TagsAreFiltersOnly) {
   for (const auto& [key, address] : erased) {
     EXPECT_EQ(map.Find(key), nullptr) << key;
     const std::uint64_t h = map.HashOf(key);
-    const Map::Entry* e = map.FindAddress(address, Map::Hash32(h), Map::TagOf(h));
+    const Map::Entry* e =
+        map.FindAddress(address, Map::Hash32(h), Map::TagOf(h));
     EXPECT_EQ(e, map.FindAddress(address, Map::Hash32(h)));
     EXPECT_EQ(e != nullptr, AddressPresent(map, address));
     if (e != nullptr) {
@@ -152,7 +166,8 @@ TEST(ScanHashMapTest, X2EveryTagFoundAmongOtherTags) {
   for (int tag = 0; tag < 256; ++tag) {
     Map map(Options(/*max_exponent=*/0));
     const auto t = static_cast<std::uint8_t>(tag);
-    const auto others = KeysWithTag(map, static_cast<std::uint8_t>(tag ^ 0x80), 11);
+    const auto others =
+        KeysWithTag(map, static_cast<std::uint8_t>(tag ^ 0x80), 11);
     for (const auto& key : others) ASSERT_TRUE(map.Insert(key, Loc{0}).ok());
     const std::string key = KeysWithTag(map, t, 1)[0];
     ASSERT_TRUE(map.Insert(key, Loc{42}).ok());
@@ -165,11 +180,15 @@ TEST(ScanHashMapTest, X2EveryTagFoundAmongOtherTags) {
     EXPECT_EQ(map.FindAddress(e->address(), Map::Hash32(h)), e);
     EXPECT_TRUE(AddressPresent(map, e->address()));
     // A wrong tag filters it out; the untagged search does not care.
-    EXPECT_EQ(map.FindAddress(e->address(), Map::Hash32(h), static_cast<std::uint8_t>(tag ^ 0x80)), nullptr);
+    EXPECT_EQ(map.FindAddress(e->address(), Map::Hash32(h),
+                              static_cast<std::uint8_t>(tag ^ 0x80)),
+              nullptr);
     for (const auto& other : others) {
       const Map::Entry* o = map.Find(other);
       ASSERT_NE(o, nullptr);
-      EXPECT_EQ(map.FindAddress(o->address(), Map::Hash32(map.HashOf(other)), t), nullptr);
+      EXPECT_EQ(
+          map.FindAddress(o->address(), Map::Hash32(map.HashOf(other)), t),
+          nullptr);
     }
   }
 }
@@ -177,7 +196,8 @@ TEST(ScanHashMapTest, X2EveryTagFoundAmongOtherTags) {
 // X3: entries in overflow chains are found; compaction keeps addresses.
 TEST(ScanHashMapTest, X3OverflowChainsAndCompactionKeepAddresses) {
   FailingAllocator allocator;
-  Map map(Options(/*max_exponent=*/1, &allocator));  // tiny cap: forced collisions
+  Map map(
+      Options(/*max_exponent=*/1, &allocator));  // tiny cap: forced collisions
   std::map<std::string, std::uint64_t> model;
   std::map<std::string, std::uintptr_t> addresses;
   for (int i = 0; i < 400; ++i) {
@@ -188,7 +208,8 @@ TEST(ScanHashMapTest, X3OverflowChainsAndCompactionKeepAddresses) {
   EXPECT_EQ(map.exponent(), 1);
   EXPECT_GT(map.chain_buckets(), 20u);
   ExpectAllFound(map, model);
-  for (const auto& [key, value] : model) addresses[key] = map.Find(key)->address();
+  for (const auto& [key, value] : model)
+    addresses[key] = map.Find(key)->address();
   const std::size_t chains_before = map.chain_buckets();
   std::mt19937_64 rng(9);
   std::vector<std::string> keys;
@@ -202,22 +223,25 @@ TEST(ScanHashMapTest, X3OverflowChainsAndCompactionKeepAddresses) {
   EXPECT_GT(map.stats().chain_compactions, 0u);
   EXPECT_LT(map.chain_buckets(), chains_before);
   ExpectAllFound(map, model);
-  for (const auto& [key, value] : model) EXPECT_EQ(map.Find(key)->address(), addresses[key]);
-  EXPECT_EQ(static_cast<long long>(map.Memory().total_bytes), allocator.live_bytes());
+  for (const auto& [key, value] : model)
+    EXPECT_EQ(map.Find(key)->address(), addresses[key]);
+  EXPECT_EQ(static_cast<long long>(map.Memory().total_bytes),
+            allocator.live_bytes());
 }
 
 // Records, at one moment, that const calls did not move the rehash.
 struct RehashMark {
   explicit RehashMark(const Map& map)
-      : index(map.RehashIndex()), steps(map.stats().rehash_steps),
+      : index(map.RehashIndex()),
+        steps(map.stats().rehash_steps),
         rehashing(map.IsRehashing()) {}
   std::uint64_t index;
   std::uint64_t steps;
   bool rehashing;
 };
 
-void ExpectConstCallsDoNotStep(const Map& map,
-                               const std::map<std::string, std::uint64_t>& model) {
+void ExpectConstCallsDoNotStep(
+    const Map& map, const std::map<std::string, std::uint64_t>& model) {
   const RehashMark before(map);
   std::vector<std::string_view> keys;
   for (const auto& [key, value] : model) keys.emplace_back(key);
@@ -318,7 +342,9 @@ TEST(ScanHashMapTest, X5ScanThroughGrowAndShrink) {
     int calls = 0;
     bool grew = false, shrank = false;
     do {
-      cursor = map.Scan(cursor, [&](const Map::Entry& e) { emitted.insert(std::string(e.key())); });
+      cursor = map.Scan(cursor, [&](const Map::Entry& e) {
+        emitted.insert(std::string(e.key()));
+      });
       ++calls;
       const int before = map.exponent();
       // Grow for the first part of the scan, then shrink.
@@ -395,16 +421,19 @@ TEST(ScanHashMapTest, X8PrefetchHelpersArePure) {
   std::vector<std::string_view> views(keys.begin(), keys.end());
   std::vector<const Map::Entry*> out(views.size());
   hinted.FindBatch(views, out);
-  for (std::size_t i = 0; i < views.size(); ++i) EXPECT_EQ(out[i], hinted.Find(views[i]));
+  for (std::size_t i = 0; i < views.size(); ++i)
+    EXPECT_EQ(out[i], hinted.Find(views[i]));
 }
 
-// X9: after PreallocateForExpectedSize(n), inserting n entries triggers no rehash.
+// X9: after PreallocateForExpectedSize(n), inserting n entries triggers no
+// rehash.
 TEST(ScanHashMapTest, X9PreallocateAvoidsRehash) {
   for (std::size_t n : {1u, 9u, 10u, 100u, 1000u, 4609u, 20000u}) {
     Map map(Options());
     ASSERT_TRUE(map.PreallocateForExpectedSize(n).ok());
     const std::uint64_t started = map.stats().rehashes_started;
-    for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(map.Insert(Key(i), Loc{i}).ok());
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(map.Insert(Key(i), Loc{i}).ok());
     EXPECT_EQ(map.stats().rehashes_started, started) << n;
     EXPECT_EQ(map.stats().rehash_steps, 0u) << n;
     EXPECT_FALSE(map.IsRehashing());
@@ -415,7 +444,8 @@ TEST(ScanHashMapTest, X9PreallocateAvoidsRehash) {
   ASSERT_TRUE(map.PreallocateForExpectedSize(10000).ok());
   EXPECT_FALSE(map.IsRehashing());
   const std::uint64_t started = map.stats().rehashes_started;
-  for (int i = 500; i < 10000; ++i) ASSERT_TRUE(map.Insert(Key(i), Loc{0}).ok());
+  for (int i = 500; i < 10000; ++i)
+    ASSERT_TRUE(map.Insert(Key(i), Loc{0}).ok());
   EXPECT_EQ(map.stats().rehashes_started, started);
   EXPECT_EQ(map.size(), 10000u);
 }
@@ -426,14 +456,18 @@ TEST(ScanHashMapTest, AddressReuseNeverMatchesTheOldKey) {
   const std::uintptr_t old_address = map.Find(Key(1))->address();
   const std::uint64_t old_hash = map.HashOf(Key(1));
   ASSERT_TRUE(map.Erase(Key(1)).ok());
-  auto inserted = map.Insert(Key(2), Loc{2});  // same size class: reuses the block
+  auto inserted =
+      map.Insert(Key(2), Loc{2});  // same size class: reuses the block
   ASSERT_TRUE(inserted.ok());
   EXPECT_EQ((*inserted)->address(), old_address);
   const std::uint64_t new_hash = map.HashOf(Key(2));
-  EXPECT_EQ(map.FindAddress(old_address, Map::Hash32(new_hash), Map::TagOf(new_hash)), *inserted);
+  EXPECT_EQ(
+      map.FindAddress(old_address, Map::Hash32(new_hash), Map::TagOf(new_hash)),
+      *inserted);
   // The old receipt names the same address; if it matches at all it is the
   // new key's entry, never the erased key.
-  const Map::Entry* e = map.FindAddress(old_address, Map::Hash32(old_hash), Map::TagOf(old_hash));
+  const Map::Entry* e =
+      map.FindAddress(old_address, Map::Hash32(old_hash), Map::TagOf(old_hash));
   if (Map::TagOf(old_hash) != Map::TagOf(new_hash)) {
     EXPECT_EQ(e, nullptr);
   } else {
@@ -447,7 +481,8 @@ TEST(ScanHashMapTest, DetachEmptiesMapAndAdvancesGeneration) {
   FailingAllocator allocator;
   {
     Map map(Options(32, &allocator));
-    for (int i = 0; i < 1000; ++i) ASSERT_TRUE(map.Insert(Key(i), Loc{std::uint64_t(i)}).ok());
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_TRUE(map.Insert(Key(i), Loc{std::uint64_t(i)}).ok());
     const Map::Entry* e = map.Find(Key(5));
     const std::uintptr_t address = e->address();
     const std::uint64_t h = map.HashOf(Key(5));
@@ -476,7 +511,8 @@ TEST(ScanHashMapTest, MemoryAccountingMatchesAllocator) {
     for (int i = 0; i < 50000; ++i) {
       ASSERT_TRUE(map.Insert(Key(i, i % 2 ? 16 : 64), Loc{0}).ok());
       if (i % 997 == 0) {
-        EXPECT_EQ(static_cast<long long>(map.Memory().total_bytes), allocator.live_bytes());
+        EXPECT_EQ(static_cast<long long>(map.Memory().total_bytes),
+                  allocator.live_bytes());
       }
     }
     const ScanHashMapMemory m = map.Memory();
@@ -493,11 +529,15 @@ TEST(ScanHashMapTest, BadInputIsRejectedWithoutChange) {
   options.max_key_bytes = 100;
   Map map(options);
   ASSERT_TRUE(map.Insert("a", Loc{1}).ok());
-  EXPECT_EQ(map.Insert("", Loc{1}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(map.Insert(std::string(101, 'x'), Loc{1}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(map.Upsert(std::string(101, 'x'), Loc{1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(map.Insert("", Loc{1}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(map.Insert(std::string(101, 'x'), Loc{1}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(map.Upsert(std::string(101, 'x'), Loc{1}).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_TRUE(map.Insert(std::string(100, 'x'), Loc{1}).ok());
-  EXPECT_EQ(map.Insert("a", Loc{2}).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(map.Insert("a", Loc{2}).status().code(),
+            StatusCode::kAlreadyExists);
   EXPECT_EQ(map.Find("a")->value().offset, 1u);
   EXPECT_EQ(map.Erase("b").code(), StatusCode::kNotFound);
   EXPECT_EQ(map.ReplaceValue("b", Loc{3}).code(), StatusCode::kNotFound);
@@ -509,9 +549,12 @@ TEST(ScanHashMapTest, BadInputIsRejectedWithoutChange) {
   big.max_key_bytes = 1'000'000;  // clamped to 65535
   Map wide(big);
   EXPECT_EQ(wide.max_key_bytes(), 65535u);
-  EXPECT_EQ(wide.Insert(std::string(Map::kMaxEntryBytes, 'y'), Loc{1}).status().code(),
+  EXPECT_EQ(wide.Insert(std::string(Map::kMaxEntryBytes, 'y'), Loc{1})
+                .status()
+                .code(),
             StatusCode::kInvalidArgument);
-  EXPECT_TRUE(wide.Insert(std::string(Map::kMaxEntryBytes - 16, 'y'), Loc{1}).ok());
+  EXPECT_TRUE(
+      wide.Insert(std::string(Map::kMaxEntryBytes - 16, 'y'), Loc{1}).ok());
   EXPECT_EQ(wide.size(), 1u);
 }
 
@@ -526,15 +569,18 @@ TEST(ScanHashMapTest, ForeignAndStaleCursorsAreSafe) {
   int calls = 0;
   std::set<std::string> seen;
   while (cursor != 0 && calls < 1000) {
-    cursor = b.Scan(cursor, [&](const Map::Entry& e) { seen.insert(std::string(e.key())); });
+    cursor = b.Scan(cursor, [&](const Map::Entry& e) {
+      seen.insert(std::string(e.key()));
+    });
     ++calls;
   }
   EXPECT_EQ(cursor, 0u);
   EXPECT_LE(seen.size(), 10u);
   // A stable cursor from another map, or one outliving a mutation, is refused.
   StableScanCursor foreign = a.StableScanBegin();
-  EXPECT_EQ(b.ScanStable(foreign, [](const Map::Entry&) { ADD_FAILURE(); }).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      b.ScanStable(foreign, [](const Map::Entry&) { ADD_FAILURE(); }).code(),
+      StatusCode::kFailedPrecondition);
   StableScanCursor mine = b.StableScanBegin();
   ASSERT_TRUE(b.Insert("new", Loc{0}).ok());
   EXPECT_EQ(b.ScanStable(mine, [](const Map::Entry&) { ADD_FAILURE(); }).code(),
@@ -547,7 +593,8 @@ std::vector<std::string> CollidingKeys(const Map& map, std::size_t count) {
   std::vector<std::string> keys;
   for (std::uint64_t i = 0; keys.size() < count; ++i) {
     std::string key = Key(i);
-    if ((Map::Hash32(map.HashOf(key)) & 0xff) == 0) keys.push_back(std::move(key));
+    if ((Map::Hash32(map.HashOf(key)) & 0xff) == 0)
+      keys.push_back(std::move(key));
   }
   return keys;
 }
@@ -591,26 +638,31 @@ TEST(ScanHashMapTest, AllocationFailureOnInsertLeavesMapIntact) {
   FailingAllocator allocator;
   Map map(Options(32, &allocator));
   allocator.FailAfter(0);
-  EXPECT_EQ(map.Insert("a", Loc{1}).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(map.Insert("a", Loc{1}).status().code(),
+            StatusCode::kResourceExhausted);
   EXPECT_EQ(map.size(), 0u);
   EXPECT_EQ(map.Find("a"), nullptr);
   allocator.FailAfter(1);  // table ok, arena slab fails
-  EXPECT_EQ(map.Insert("a", Loc{1}).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(map.Insert("a", Loc{1}).status().code(),
+            StatusCode::kResourceExhausted);
   EXPECT_EQ(map.size(), 0u);
   allocator.Heal();
   EXPECT_TRUE(map.Insert("a", Loc{1}).ok());
   EXPECT_EQ(map.Find("a")->value().offset, 1u);
   allocator.FailAfter(0);
-  EXPECT_EQ(map.PreallocateForExpectedSize(1'000'000).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(map.PreallocateForExpectedSize(1'000'000).code(),
+            StatusCode::kResourceExhausted);
   allocator.Heal();
   EXPECT_EQ(map.Find("a")->value().offset, 1u);
-  EXPECT_EQ(static_cast<long long>(map.Memory().total_bytes), allocator.live_bytes());
+  EXPECT_EQ(static_cast<long long>(map.Memory().total_bytes),
+            allocator.live_bytes());
 }
 
 // Const calls from several threads on a map no one mutates (run under TSan).
 TEST(ScanHashMapTest, ConcurrentConstReadersOnFrozenMap) {
   Map map(Options());
-  for (int i = 0; i < 20000; ++i) ASSERT_TRUE(map.Insert(Key(i), Loc{std::uint64_t(i)}).ok());
+  for (int i = 0; i < 20000; ++i)
+    ASSERT_TRUE(map.Insert(Key(i), Loc{std::uint64_t(i)}).ok());
   while (map.stats().rehash_steps == 0 || !map.IsRehashing()) {
     // Stop mid-rehash so readers exercise both tables.
     ASSERT_TRUE(map.Insert(Key(map.size() + 100000), Loc{0}).ok());
@@ -624,7 +676,9 @@ TEST(ScanHashMapTest, ConcurrentConstReadersOnFrozenMap) {
         const Map::Entry* e = map.Find(Key(i));
         if (e == nullptr || e->value().offset != std::uint64_t(i)) ++misses[t];
         const std::uint64_t h = map.HashOf(Key(i));
-        if (e != nullptr && map.FindAddress(e->address(), Map::Hash32(h), Map::TagOf(h)) != e) ++misses[t];
+        if (e != nullptr &&
+            map.FindAddress(e->address(), Map::Hash32(h), Map::TagOf(h)) != e)
+          ++misses[t];
       }
     });
   }

@@ -185,7 +185,8 @@ TEST(ObjectRouteIndexTest, UnlinkedOwnerIsReleasedAfterAGracePeriod) {
 
 // The RFC's reclamation gate: a reader stalls inside a batch while writers
 // publish and erase in its bucket.
-TEST(ObjectRouteIndexReclamationTest, StalledReaderIsBoundedReportedAndDrained) {
+TEST(ObjectRouteIndexReclamationTest,
+     StalledReaderIsBoundedReportedAndDrained) {
   std::atomic<int> reports{0};
   std::string reported_name;
   std::mutex report_mu;
@@ -212,26 +213,30 @@ TEST(ObjectRouteIndexReclamationTest, StalledReaderIsBoundedReportedAndDrained) 
   }
   std::atomic<bool> inside{false}, release{false};
   std::thread reader([&] {
-    Participant named = std::move(domain.RegisterParticipant("stalled-batch")).value();
+    Participant named =
+        std::move(domain.RegisterParticipant("stalled-batch")).value();
     Guard outer = named.Enter();  // the batch's guard, under a known name
     std::vector<std::string_view> keys{base[0]->key, base[1]->key};
     route.WithEntries(keys, [&](std::size_t, TestEntry* e) {
       ASSERT_NE(e, nullptr);
       inside.store(true);
-      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      while (!release.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       EXPECT_EQ(e->id() <= 2, true) << "entry freed under the stalled reader";
     });
   });
   while (!inside.load()) std::this_thread::yield();
   std::uint64_t next_id = 1000;
   int busy = 0, ok = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
   while (std::chrono::steady_clock::now() < end) {
     Owner churn = Make(next_id, "churn-" + std::to_string(next_id));
     Status s = route.Publish(churn->key, churn);
     if (s.ok()) {
       ++ok;
-      Result<bool> erased = route.EraseIfMatch(churn->key, next_id, churn.get());
+      Result<bool> erased =
+          route.EraseIfMatch(churn->key, next_id, churn.get());
       if (!erased.ok()) {
         EXPECT_EQ(erased.status().code(), StatusCode::kResourceExhausted);
         ++busy;
@@ -241,7 +246,8 @@ TEST(ObjectRouteIndexReclamationTest, StalledReaderIsBoundedReportedAndDrained) 
       ++busy;
     }
     ++next_id;
-    EXPECT_LE(domain.Diagnostics().retired_bytes, epoch_options.retired_bytes_cap);
+    EXPECT_LE(domain.Diagnostics().retired_bytes,
+              epoch_options.retired_bytes_cap);
   }
   RouteDiagnostics during = route.Diagnostics();
   EXPECT_GT(busy, 0) << "writers never reached the cap";
@@ -258,7 +264,8 @@ TEST(ObjectRouteIndexReclamationTest, StalledReaderIsBoundedReportedAndDrained) 
   reader.join();
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(route.Diagnostics().retired_bytes, 0u);
-  for (int i = 0; i < 32; ++i) EXPECT_EQ(Find(route, base[i]->key), base[i].get());
+  for (int i = 0; i < 32; ++i)
+    EXPECT_EQ(Find(route, base[i]->key), base[i].get());
 }
 
 // Readers and writers race on a small key space; each reader checks that
@@ -285,7 +292,8 @@ TEST(ObjectRouteIndexStressTest, ReadersAlwaysSeeLiveEntriesOfTheirKey) {
           Owner fresh = Make(next_id.fetch_add(1), keys[k]);
           if (route.Publish(keys[k], fresh).ok()) mine[k] = fresh;
         } else {
-          Result<bool> r = route.EraseIfMatch(keys[k], mine[k]->id(), mine[k].get());
+          Result<bool> r =
+              route.EraseIfMatch(keys[k], mine[k]->id(), mine[k].get());
           if (r.ok() && *r) {
             mine[k]->dead.store(true, std::memory_order_relaxed);
             mine[k].reset();

@@ -17,12 +17,12 @@ namespace base_internal {
 }  // namespace base_internal
 CAIRN_NAMESPACE_END
 
-#define CAIRN_CHECK_MSG(condition, message)                                  \
-  do {                                                                       \
-    if (__builtin_expect(!(condition), 0)) {                                 \
-      ::cairn::base_internal::CheckFailed(__FILE__, __LINE__, #condition,    \
-                                          (message));                        \
-    }                                                                        \
+#define CAIRN_CHECK_MSG(condition, message)                               \
+  do {                                                                    \
+    if (__builtin_expect(!(condition), 0)) {                              \
+      ::cairn::base_internal::CheckFailed(__FILE__, __LINE__, #condition, \
+                                          (message));                     \
+    }                                                                     \
   } while (false)
 
 #define CAIRN_CHECK(condition) CAIRN_CHECK_MSG(condition, nullptr)

@@ -97,7 +97,7 @@ class [[nodiscard]] Result {
  public:
   // Implicit on purpose, like absl::StatusOr: `return value;` and
   // `return NotFoundError(...);` both read naturally.
-  Result(T value) : value_(std::move(value)) {}  // NOLINT
+  Result(T value) : value_(std::move(value)) {}         // NOLINT
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     CAIRN_CHECK_MSG(!status_.ok(), "Result built from an OK Status");
   }
@@ -132,10 +132,10 @@ class [[nodiscard]] Result {
 CAIRN_NAMESPACE_END
 
 // Returns from the enclosing function if `expr` is a non-OK Status.
-#define CAIRN_RETURN_IF_ERROR(expr)                    \
-  do {                                                 \
-    ::cairn::Status cairn_status_ = (expr);            \
-    if (!cairn_status_.ok()) return cairn_status_;     \
+#define CAIRN_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::cairn::Status cairn_status_ = (expr);        \
+    if (!cairn_status_.ok()) return cairn_status_; \
   } while (false)
 
 #endif  // CAIRN_BASE_STATUS_H_

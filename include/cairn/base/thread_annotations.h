@@ -37,7 +37,8 @@
   CAIRN_THREAD_ANNOTATION_(release_generic_capability(__VA_ARGS__))
 #define CAIRN_TRY_ACQUIRE(...) \
   CAIRN_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
-#define CAIRN_EXCLUDES(...) CAIRN_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
+#define CAIRN_EXCLUDES(...) \
+  CAIRN_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
 #define CAIRN_ASSERT_CAPABILITY(x) \
   CAIRN_THREAD_ANNOTATION_(assert_capability(x))
 #define CAIRN_RETURN_CAPABILITY(x) CAIRN_THREAD_ANNOTATION_(lock_returned(x))

@@ -1,8 +1,8 @@
 // Copyright 2026 The cairn Authors.
 //
 // Version of the cairn library and the inline ABI namespace that carries it.
-// Every public symbol lives in cairn::CAIRN_ABI_NAMESPACE, so two cairn builds of
-// different versions linked into one host cannot silently mix layouts.
+// Every public symbol lives in cairn::CAIRN_ABI_NAMESPACE, so two cairn builds
+// of different versions linked into one host cannot silently mix layouts.
 
 #ifndef CAIRN_BASE_VERSION_H_
 #define CAIRN_BASE_VERSION_H_

@@ -156,14 +156,15 @@ class GroupDirectory {
   // (the group is being torn down by EraseGroup), kUnavailable (shut down),
   // or the route's own write error (the epoch route's kResourceExhausted
   // under back-pressure; the create is then undone, including a group it
-  // made). Locks: the key's lifecycle stripe; for a member the catalog (briefly),
-  // then the group, then the new object, then a route bucket. Blocks behind
-  // writers of the same stripe or group; allocates. Not for use inside a
+  // made). Locks: the key's lifecycle stripe; for a member the catalog
+  // (briefly), then the group, then the new object, then a route bucket. Blocks
+  // behind writers of the same stripe or group; allocates. Not for use inside a
   // callback.
   Result<Handle> Create(std::string_view key, const CreateOptions& options = {},
                         Payload payload = Payload()) {
     if (Status s = CheckCall(key); !s.ok()) return s;
-    if (!options.group.empty() && options.group.size() > options_.max_key_bytes) {
+    if (!options.group.empty() &&
+        options.group.size() > options_.max_key_bytes) {
       return InvalidArgumentError("group name longer than max_key_bytes");
     }
     const std::int64_t now = clock_->NowNanos();
@@ -193,8 +194,8 @@ class GroupDirectory {
     }
     if (options.group.empty()) {
       init.id = NextObjectId();
-      Owner owner = std::make_shared<Entry>(std::move(init), nullptr,
-                                            std::move(payload));
+      Owner owner =
+          std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
       Activate(owner.get());
       // The stripe serialises creates of this key, so only a route error
       // (back-pressure) can refuse the slot; then nothing was published.
@@ -333,7 +334,8 @@ class GroupDirectory {
   template <typename Fn>
   Status VisitHandles(Fn&& fn, std::size_t chunk = 0) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
-    if (chunk == 0) chunk = options_.visit_chunk == 0 ? 1 : options_.visit_chunk;
+    if (chunk == 0)
+      chunk = options_.visit_chunk == 0 ? 1 : options_.visit_chunk;
     std::vector<Handle> handles;
     handles.reserve(chunk);
     route_.VisitHandles(chunk, [&](std::span<Owner> owners) {
@@ -360,7 +362,8 @@ class GroupDirectory {
     return GroupHandleType(it->second);
   }
 
-  // ---- erase (D4, D6, L3) ----------------------------------------------------
+  // ---- erase (D4, D6, L3)
+  // ----------------------------------------------------
 
   // Erases the object routed under `key`: mark kRemoving under the object
   // lock, release it, matched-unlink the route, then (off-lock) run the
@@ -438,15 +441,16 @@ class GroupDirectory {
       std::vector<Entry*> members;
       members.reserve(group->live_.size());
       for (const auto& m : group->live_) members.push_back(m.entry);
-      std::sort(members.begin(), members.end(),
-                [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+      std::sort(
+          members.begin(), members.end(),
+          [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
       // Group transaction: all member locks, ascending key order (L2). A
       // reader extending the group lease holds its member's shared lock, so
       // with every member locked the lease check above cannot be overtaken.
       for (Entry* e : members) LockObject(e);
-      const bool leased = !options.force &&
-                          group->lease_deadline_.load(std::memory_order_relaxed) >
-                              clock_->NowNanos();
+      const bool leased =
+          !options.force && group->lease_deadline_.load(
+                                std::memory_order_relaxed) > clock_->NowNanos();
       if (!leased) {
         removals.reserve(members.size());
         for (Entry* e : members) {
@@ -492,8 +496,7 @@ class GroupDirectory {
     d.objects = objects_.load(std::memory_order_relaxed);
     d.groups = groups_.load(std::memory_order_relaxed);
     d.route = route_.Diagnostics();
-    d.lifecycle_stripe_waits =
-        stripe_waits_.load(std::memory_order_relaxed);
+    d.lifecycle_stripe_waits = stripe_waits_.load(std::memory_order_relaxed);
     d.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
     return d;
   }
@@ -522,8 +525,8 @@ class GroupDirectory {
   // Lifecycle stripe lock; counts a wait when the stripe was taken.
   class StripeLock {
    public:
-    StripeLock(const GroupDirectory* d, std::string_view key)
-        CAIRN_NO_THREAD_SAFETY_ANALYSIS
+    StripeLock(const GroupDirectory* d,
+               std::string_view key) CAIRN_NO_THREAD_SAFETY_ANALYSIS
         : mu_(&d->StripeFor(key)) {
       if (!mu_->TryLock()) {
         d->stripe_waits_.fetch_add(1, std::memory_order_relaxed);
@@ -763,7 +766,8 @@ class GroupDirectory {
   // the owner is parked and the unlink retried by later writes. `false`
   // (no match) means another writer already unlinked it.
   void Unlink(const Owner& owner) {
-    Result<bool> r = route_.EraseIfMatch(owner->key(), owner->id(), owner.get());
+    Result<bool> r =
+        route_.EraseIfMatch(owner->key(), owner->id(), owner.get());
     if (r.ok()) return;
     MutexLock lock(&pending_mu_);
     pending_.push_back(owner);

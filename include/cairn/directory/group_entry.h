@@ -84,9 +84,8 @@ class GroupEntry {
     return e;
   }
   void RemoveMember(const ObjectEntry<Payload>* e) CAIRN_REQUIRES(mu_) {
-    auto it = std::find_if(live_.begin(), live_.end(), [e](const Member& m) {
-      return m.id == e->id();
-    });
+    auto it = std::find_if(live_.begin(), live_.end(),
+                           [e](const Member& m) { return m.id == e->id(); });
     if (it != live_.end()) live_.erase(it);
   }
   void SetLifecycle(Lifecycle next) CAIRN_REQUIRES(mu_) {

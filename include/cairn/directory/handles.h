@@ -79,8 +79,7 @@ class ObjectHandle {
   }
   // A hint outside a callback (D2).
   bool is_current() const noexcept {
-    return owner_ != nullptr &&
-           owner_->lifecycle_hint() == Lifecycle::kActive;
+    return owner_ != nullptr && owner_->lifecycle_hint() == Lifecycle::kActive;
   }
   // The member's group in O(1) through the same control block; empty for a
   // singleton or an empty handle. No lock, no hash; one refcount increment.
@@ -133,8 +132,7 @@ class ObjectView {
   std::uint32_t tasks() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
     return entry_.tasks_;
   }
-  std::int64_t soft_pin_deadline_nanos() const
-      CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  std::int64_t soft_pin_deadline_nanos() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
     return entry_.soft_pin_deadline_;
   }
   // Effective lease: the group's shared lease for a member (P2).

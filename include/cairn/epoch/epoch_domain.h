@@ -138,8 +138,7 @@ class [[nodiscard]] Guard {
   }
 
  public:
-  Guard(Guard&& other) noexcept
-      : slot_(std::exchange(other.slot_, nullptr)) {}
+  Guard(Guard&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
   Guard& operator=(Guard&&) = delete;
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
@@ -260,8 +259,8 @@ class EpochDomain {
 
   // Waits until every node retired before the call has been freed (E3).
   // kFailedPrecondition inside a guard; kDeadlineExceeded after `timeout`.
-  Status Barrier(std::chrono::nanoseconds timeout =
-                     std::chrono::nanoseconds::max());
+  Status Barrier(
+      std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max());
 
   // Refuses new participants and retirements, waits up to `deadline` for the
   // active guards to leave, then runs every pending deleter exactly once and

@@ -376,7 +376,8 @@ class ScanHashMap {
         while (m != 0) {
           const std::uint32_t handle = b->handles[std::countr_zero(m)];
           m &= m - 1;
-          if (handle != 0 && AddressOf(handle) == address) return EntryAt(handle);
+          if (handle != 0 && AddressOf(handle) == address)
+            return EntryAt(handle);
         }
       }
     }
@@ -391,7 +392,8 @@ class ScanHashMap {
            b = Child(*b)) {
         for (int i = 0; i < index_internal::kSlotsPerBucket; ++i) {
           const std::uint32_t handle = b->handles[i];
-          if (handle != 0 && AddressOf(handle) == address) return EntryAt(handle);
+          if (handle != 0 && AddressOf(handle) == address)
+            return EntryAt(handle);
         }
       }
     }
@@ -499,12 +501,11 @@ class ScanHashMap {
 
   // Sizes the table so that inserting `expected` entries triggers no rehash
   // (X9). May allocate; finishes any rehash in progress first and runs the
-  // resize to completion, so O(size) when the map is not empty. kResourceExhausted on allocation failure (map intact, possibly
-  // mid-rehash).
+  // resize to completion, so O(size) when the map is not empty.
+  // kResourceExhausted on allocation failure (map intact, possibly mid-rehash).
   Status PreallocateForExpectedSize(std::size_t expected) noexcept {
     int target = 0;
-    while (target < max_exponent_ &&
-           expected > (std::uint64_t{9} << target)) {
+    while (target < max_exponent_ && expected > (std::uint64_t{9} << target)) {
       ++target;
     }
     while (storage_.rehashing) CAIRN_RETURN_IF_ERROR(RehashStep());
@@ -706,7 +707,8 @@ class ScanHashMap {
     for (const Bucket* b = &table.buckets[cursor & table.mask()]; b != nullptr;
          b = Child(*b)) {
       for (int i = 0; i < index_internal::kSlotsPerBucket; ++i) {
-        if (b->handles[i] != 0) fn(static_cast<const Entry&>(*EntryAt(b->handles[i])));
+        if (b->handles[i] != 0)
+          fn(static_cast<const Entry&>(*EntryAt(b->handles[i])));
       }
     }
   }
@@ -737,8 +739,8 @@ class ScanHashMap {
              std::uint32_t handle) noexcept {
     Bucket* b = &table.buckets[index];
     for (;;) {
-      const std::uint32_t free = ~index_internal::OccupiedSlots(*b) &
-                                 index_internal::kAllSlotsMask;
+      const std::uint32_t free =
+          ~index_internal::OccupiedSlots(*b) & index_internal::kAllSlotsMask;
       if (free != 0) {
         const int slot = std::countr_zero(free);
         b->tags[slot] = tag;
@@ -903,7 +905,8 @@ class ScanHashMap {
     return Status::Ok();
   }
 
-  std::uint32_t FreeSlots(const Table& table, std::uint32_t index) const noexcept {
+  std::uint32_t FreeSlots(const Table& table,
+                          std::uint32_t index) const noexcept {
     std::uint32_t free = 0;
     for (const Bucket* b = &table.buckets[index]; b != nullptr; b = Child(*b)) {
       free += index_internal::kSlotsPerBucket -
@@ -934,8 +937,8 @@ class ScanHashMap {
     for (std::uint32_t m = occupied; m != 0; m &= m - 1) {
       const int slot = std::countr_zero(m);
       for (;;) {
-        const std::uint32_t free = ~index_internal::OccupiedSlots(*b) &
-                                   index_internal::kAllSlotsMask;
+        const std::uint32_t free =
+            ~index_internal::OccupiedSlots(*b) & index_internal::kAllSlotsMask;
         if (free != 0) {
           const int to = std::countr_zero(free);
           b->tags[to] = last.tags[slot];

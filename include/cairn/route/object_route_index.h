@@ -154,8 +154,9 @@ class ObjectRouteIndex {
       {
         Guard guard = domain_->EnterOnThisThread();
         for (; b <= bucket_mask_ && staged.size() < chunk; ++b) {
-          buckets_[b].current.load(std::memory_order_acquire)->ForEach(
-              [&](const Owner& owner) { staged.push_back(owner); });
+          buckets_[b]
+              .current.load(std::memory_order_acquire)
+              ->ForEach([&](const Owner& owner) { staged.push_back(owner); });
         }
       }
       route_internal::EmitChunks(staged, chunk, /*flush=*/false, fn);

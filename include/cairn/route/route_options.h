@@ -61,12 +61,12 @@ struct RouteDiagnostics {
   std::size_t nonempty_buckets = 0;
   std::size_t max_bucket_entries = 0;
   // Epoch route only (zero for the locked reference):
-  std::uint64_t publications = 0;     // snapshots published
-  std::uint64_t copied_bytes = 0;     // bytes of snapshots built by writers
-  std::uint64_t snapshot_bytes = 0;   // bytes of the live snapshots
-  std::uint64_t retired_bytes = 0;    // waiting for a grace period
+  std::uint64_t publications = 0;    // snapshots published
+  std::uint64_t copied_bytes = 0;    // bytes of snapshots built by writers
+  std::uint64_t snapshot_bytes = 0;  // bytes of the live snapshots
+  std::uint64_t retired_bytes = 0;   // waiting for a grace period
   std::uint64_t retired_count = 0;
-  std::uint64_t busy_count = 0;       // writes refused at the retired cap
+  std::uint64_t busy_count = 0;  // writes refused at the retired cap
   std::uint64_t stall_reports = 0;
   std::chrono::nanoseconds oldest_reader_age{0};
 };

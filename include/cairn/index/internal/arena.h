@@ -171,8 +171,8 @@ class EntryArena {
     if (slab_reserved_ + adding > slab_capacity_) {
       std::uint32_t capacity = slab_capacity_ == 0 ? 16 : slab_capacity_ * 2;
       while (capacity < slab_reserved_ + adding) capacity *= 2;
-      void* memory =
-          allocator_->Allocate(capacity * sizeof(std::byte*), alignof(std::byte*));
+      void* memory = allocator_->Allocate(capacity * sizeof(std::byte*),
+                                          alignof(std::byte*));
       if (memory == nullptr) return false;
       auto* directory = static_cast<std::byte**>(memory);
       if (slab_reserved_ != 0) {
@@ -189,7 +189,8 @@ class EntryArena {
     void* memory = allocator_->Allocate(bytes, BlockAlignment(adding));
     if (memory == nullptr) return false;
     for (std::uint32_t i = 0; i < adding; ++i) {
-      slabs_[slab_reserved_ + i] = static_cast<std::byte*>(memory) + i * kSlabBytes;
+      slabs_[slab_reserved_ + i] =
+          static_cast<std::byte*>(memory) + i * kSlabBytes;
     }
     slab_reserved_ += adding;
     return true;
@@ -303,7 +304,8 @@ class BucketPool {
 
   std::size_t used_count() const noexcept { return used_count_; }
   std::size_t reserved_bytes() const noexcept {
-    return static_cast<std::size_t>(chunk_count_) * kChunkBuckets * sizeof(Bucket) +
+    return static_cast<std::size_t>(chunk_count_) * kChunkBuckets *
+               sizeof(Bucket) +
            chunk_capacity_ * sizeof(Bucket*);
   }
 
@@ -311,7 +313,8 @@ class BucketPool {
   bool AddChunk() noexcept {
     if (chunk_count_ == kMaxChunks) return false;
     if (chunk_count_ == chunk_capacity_) {
-      const std::uint32_t capacity = chunk_capacity_ == 0 ? 4 : chunk_capacity_ * 2;
+      const std::uint32_t capacity =
+          chunk_capacity_ == 0 ? 4 : chunk_capacity_ * 2;
       void* memory =
           allocator_->Allocate(capacity * sizeof(Bucket*), alignof(Bucket*));
       if (memory == nullptr) return false;

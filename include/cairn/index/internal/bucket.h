@@ -45,7 +45,8 @@ inline std::uint32_t MatchTagsScalar(const Bucket& bucket,
   return mask;
 }
 
-inline std::uint32_t MatchTags(const Bucket& bucket, std::uint8_t tag) noexcept {
+inline std::uint32_t MatchTags(const Bucket& bucket,
+                               std::uint8_t tag) noexcept {
 #if defined(__SSE2__)
   // One 16-byte load covers the 12 tags and the first handle; bits 12-15 of
   // the movemask belong to that handle and are masked off.

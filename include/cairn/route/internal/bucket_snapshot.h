@@ -192,9 +192,9 @@ class alignas(64) BucketSnapshot {
     std::uint32_t i = ProbeStart(hash);
     while (slots()[i].entry != nullptr) i = (i + 1) & mask_;
     std::memcpy(blob() + key_bytes_, key.data(), key.size());
-    slots()[i] = Slot{hash, entry, record,
-                      static_cast<std::uint32_t>(key_bytes_),
-                      static_cast<std::uint32_t>(key.size())};
+    slots()[i] =
+        Slot{hash, entry, record, static_cast<std::uint32_t>(key_bytes_),
+             static_cast<std::uint32_t>(key.size())};
     key_bytes_ += key.size();
     ++size_;
   }
