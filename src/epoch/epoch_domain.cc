@@ -378,9 +378,9 @@ class DomainCore {
     return active;
   }
 
-  std::uint64_t PendingCount() const {
-    return retired_count_.load(std::memory_order_relaxed);
-  }
+  void MarkDestroyed() { destroyed_.store(true, std::memory_order_release); }
+  bool destroyed() const { return destroyed_.load(std::memory_order_acquire); }
+
 
  private:
   static constexpr std::size_t kRingSize = 64;
@@ -519,7 +519,10 @@ class DomainCore {
         retired_.pop_front();
       }
       if (batch.empty()) return 0;
-      in_flight_.push_back(InFlight{batch.front().seq, batch.size(), 0});
+      std::size_t batch_bytes = 0;
+      for (const Retired& r : batch) batch_bytes += r.bytes;
+      in_flight_.push_back(
+          InFlight{batch.front().seq, batch.size(), batch_bytes});
     }
     std::size_t bytes = 0;
     for (const Retired& r : batch) {
@@ -587,13 +590,21 @@ class DomainCore {
   std::atomic<std::uint64_t> busy_count_{0};
   std::atomic<std::uint64_t> stall_reports_{0};
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> destroyed_{false};  // the EpochDomain object is gone
 };
 
 // The calling thread's implicit participants, one per domain it entered
 // through EnterOnThisThread(). Destroyed (deregistering them) at thread exit.
+// Set once this thread's cache is destroyed (thread exit), so a later
+// thread_local destructor that enters a guard fails loudly, not with UB.
+thread_local bool thread_cache_gone = false;
+
 class ThreadCache {
  public:
-  ~ThreadCache() { thread_last = ThreadLast{}; }
+  ~ThreadCache() {
+    thread_last = ThreadLast{};
+    thread_cache_gone = true;
+  }
 
   Slot* Bind(const std::shared_ptr<DomainCore>& core);
 
@@ -639,6 +650,14 @@ Participant::~Participant() { Release(); }
 
 epoch_internal::Slot* epoch_internal::ThreadCache::Bind(
     const std::shared_ptr<DomainCore>& core) {
+  CAIRN_CHECK_MSG(!thread_cache_gone,
+                  "EpochDomain::EnterOnThisThread() called after this "
+                  "thread's participants were released (thread exit)");
+  // Forget domains destroyed since the last bind: their participants would
+  // otherwise keep dead cores alive and lengthen this scan forever.
+  std::erase_if(entries_, [](const Entry& e) {
+    return e.participant.core_->destroyed();
+  });
   const std::uint64_t uid = core->read_side.domain_uid;
   for (Entry& e : entries_) {
     if (e.domain_uid == uid) return e.participant.slot_;
@@ -684,6 +703,7 @@ EpochDomain::~EpochDomain() {
       std::fprintf(stderr, "%s\n", message.c_str());
     }
   };
+  core_->MarkDestroyed();
   const Status shutdown = core_->Shutdown(std::max<std::chrono::nanoseconds>(
       options.reclaim_deadline, std::chrono::milliseconds(100)));
   const std::uint64_t registered = core_->explicit_registered();

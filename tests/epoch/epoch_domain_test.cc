@@ -650,3 +650,44 @@ TEST(EpochReserveTest, TryReserveNeverWaitsOrCountsBusy) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// A thread that entered many domains must not keep the dead ones alive: the
+// next bind forgets them, which here frees a node left pending in one.
+TEST(EpochThreadParticipantTest, DestroyedDomainsAreForgottenByTheNextBind) {
+  std::atomic<int> deletions{0};
+  std::vector<std::string> errors;
+  {
+    EpochOptions options;
+    options.reclaim_every = 1'000'000;
+    options.error_hook = [&](std::string_view e) { errors.emplace_back(e); };
+    auto doomed = std::make_unique<EpochDomain>(options);
+    Guard g = doomed->EnterOnThisThread();
+    ASSERT_TRUE(RetireCounted(*doomed, &deletions).ok());
+    doomed.reset();  // inside our own guard: shutdown refused, node kept
+  }
+  EXPECT_FALSE(errors.empty());
+  EXPECT_EQ(deletions.load(), 0);
+  EpochDomain next;
+  Guard g = next.EnterOnThisThread();  // binds: drops the dead domain
+  EXPECT_EQ(deletions.load(), 1) << "the dead domain's core was kept alive";
+}
+
+TEST(EpochThreadParticipantTest, ManyShortLivedDomainsKeepBindingCheap) {
+  for (int i = 0; i < 2000; ++i) {
+    EpochDomain d;
+    Guard g = d.EnterOnThisThread();
+  }
+  EpochDomain a, b;
+  for (int i = 0; i < 100; ++i) {
+    Guard ga = a.EnterOnThisThread();
+    Guard gb = b.EnterOnThisThread();
+  }
+  EXPECT_EQ(a.Diagnostics().registered_participants, 1u);
+  EXPECT_EQ(b.Diagnostics().registered_participants, 1u);
+}
+
+}  // namespace
+}  // namespace cairn

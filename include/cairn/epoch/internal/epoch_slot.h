@@ -85,9 +85,12 @@ inline thread_local ThreadLast thread_last;
 
 inline void EnterSlot(const ReadSide& read_side, Slot* slot) noexcept {
   if (slot->nesting++ != 0) return;  // E8: nested enter publishes nothing
-  // A stale epoch here is only conservative: it blocks the advance.
+  // A stale epoch here is only conservative: it blocks the advance. Acquire
+  // keeps the guarded loads after this one on weakly ordered CPUs: were one
+  // performed earlier it could read a pointer unlinked before the epoch we
+  // pin (free on x86, `ldar` on ARM).
   const std::uint64_t pinned =
-      PackPinned(read_side.global_epoch.load(std::memory_order_relaxed));
+      PackPinned(read_side.global_epoch.load(std::memory_order_acquire));
   slot->owner_thread.store(ThisThreadTag(), std::memory_order_relaxed);
   if (read_side.mode == ReadSideMode::kAsymmetric) {
     slot->state.store(pinned, std::memory_order_relaxed);
