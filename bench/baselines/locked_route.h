@@ -49,6 +49,11 @@ template <typename Entry>
 class LockedRoute {
  public:
   using Owner = std::shared_ptr<Entry>;
+  // The locked route retires nothing, so a write needs no budget.
+  struct WriteBudget {};
+
+  Result<WriteBudget> PrepareWrite(std::string_view) { return WriteBudget{}; }
+  void ReclaimIfDue() {}
 
   // Uses options.bucket_count only (no stripes, no epoch domain).
   explicit LockedRoute(const RouteOptions& options = {})
@@ -112,7 +117,8 @@ class LockedRoute {
   // changes nothing if `key` is already routed. Locks the bucket
   // exclusively; allocates the key copy and the map node. Never fails
   // otherwise (no back-pressure in the locked route).
-  Status Publish(std::string_view key, Owner owner) {
+  Status Publish(std::string_view key, Owner owner,
+                 WriteBudget* /*budget*/ = nullptr) {
     CAIRN_CHECK(owner != nullptr);
     std::string lookup_key(key);  // allocated before the lock is taken
     Bucket& bucket = BucketFor(key);
@@ -130,7 +136,8 @@ class LockedRoute {
   // destroyed after the bucket lock is released, so an entry's destructor
   // never runs under a route lock.
   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-                            const Entry* entry) {
+                            const Entry* entry,
+                            WriteBudget* /*budget*/ = nullptr) {
     Bucket& bucket = BucketFor(key);
     Owner unlinked;
     {

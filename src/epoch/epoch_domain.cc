@@ -216,7 +216,8 @@ class DomainCore {
     retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
   }
 
-  void Append(void* ptr, std::size_t bytes, EpochDomain::Deleter deleter) {
+  void Append(void* ptr, std::size_t bytes, EpochDomain::Deleter deleter,
+              bool defer = false) {
     bool reclaim = false;
     {
       MutexLock lock(&retire_mu_);
@@ -230,7 +231,18 @@ class DomainCore {
         reclaim = true;
       }
     }
-    if (reclaim) TryReclaim();
+    if (!reclaim) return;
+    if (defer) {
+      reclaim_due_.store(true, std::memory_order_relaxed);
+    } else {
+      TryReclaim();
+    }
+  }
+
+  std::size_t ReclaimIfDue() {
+    if (!reclaim_due_.load(std::memory_order_relaxed)) return 0;
+    reclaim_due_.store(false, std::memory_order_relaxed);
+    return TryReclaim();
   }
 
   // --- reclamation ------------------------------------------------------
@@ -591,6 +603,7 @@ class DomainCore {
   std::atomic<std::uint64_t> stall_reports_{0};
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> destroyed_{false};  // the EpochDomain object is gone
+  std::atomic<bool> reclaim_due_{false};  // set by deferred retirements
 };
 
 // The calling thread's implicit participants, one per domain it entered
@@ -751,14 +764,17 @@ Result<RetireReservation> EpochDomain::TryReserve(std::size_t bytes) {
 }
 
 void EpochDomain::RetireReserved(RetireReservation reservation, void* ptr,
-                                 Deleter deleter) noexcept {
+                                 Deleter deleter, Reclaim reclaim) noexcept {
   CAIRN_CHECK_MSG(reservation.core_ == core_,
                   "RetireReservation used with another domain");
   CAIRN_CHECK_MSG(ptr != nullptr && deleter != nullptr,
                   "RetireReserved() needs a pointer and a deleter");
   // The reservation's bytes become the node's; the node releases them.
-  core_->Append(ptr, std::exchange(reservation.bytes_, 0), deleter);
+  core_->Append(ptr, std::exchange(reservation.bytes_, 0), deleter,
+                reclaim == Reclaim::kDeferred);
 }
+
+std::size_t EpochDomain::ReclaimIfDue() { return core_->ReclaimIfDue(); }
 
 std::size_t EpochDomain::TryReclaim() { return core_->TryReclaim(); }
 

@@ -929,7 +929,12 @@ template <typename Entry>
 class FlakyRoute {
  public:
   using Owner = std::shared_ptr<Entry>;
+  using WriteBudget = typename LockedRoute<Entry>::WriteBudget;
   explicit FlakyRoute(const RouteOptions& options) : inner_(options) {}
+  Result<WriteBudget> PrepareWrite(std::string_view key) {
+    return inner_.PrepareWrite(key);
+  }
+  void ReclaimIfDue() { inner_.ReclaimIfDue(); }
   template <typename Fn>
   void WithEntry(std::string_view key, Fn&& fn) const {
     inner_.WithEntry(key, std::forward<Fn>(fn));
@@ -943,14 +948,14 @@ class FlakyRoute {
   void VisitHandles(std::size_t chunk, Fn&& fn) const {
     inner_.VisitHandles(chunk, std::forward<Fn>(fn));
   }
-  Status Publish(std::string_view key, Owner owner) {
+  Status Publish(std::string_view key, Owner owner, WriteBudget* budget) {
     if (Take(fail_publishes)) return ResourceExhaustedError("injected");
-    return inner_.Publish(key, std::move(owner));
+    return inner_.Publish(key, std::move(owner), budget);
   }
   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-                            const Entry* entry) {
+                            const Entry* entry, WriteBudget* budget) {
     if (Take(fail_unlinks)) return ResourceExhaustedError("injected");
-    return inner_.EraseIfMatch(key, id, entry);
+    return inner_.EraseIfMatch(key, id, entry, budget);
   }
   RouteDiagnostics Diagnostics() const { return inner_.Diagnostics(); }
 

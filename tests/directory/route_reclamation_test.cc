@@ -133,3 +133,71 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// L3 with the epoch route: an erased entry's last owner is released by a
+// reclaim, possibly during another key's write. That release runs the
+// host's payload destructor, which must see no directory lock held: here it
+// calls back into the directory, which has a single lifecycle stripe, so a
+// reclaim under the stripe would deadlock (caught by the watchdog).
+struct ReentrantPayload;
+using ReentrantDirectory = GroupDirectory<ReentrantPayload>;
+
+struct ReentrantPayload {
+  ReentrantDirectory* dir = nullptr;
+  std::atomic<int>* destroyed = nullptr;
+  ReentrantPayload() = default;
+  ReentrantPayload(ReentrantDirectory* d, std::atomic<int>* n)
+      : dir(d), destroyed(n) {}
+  ReentrantPayload(ReentrantPayload&& other) noexcept
+      : dir(std::exchange(other.dir, nullptr)),
+        destroyed(std::exchange(other.destroyed, nullptr)) {}
+  ReentrantPayload& operator=(ReentrantPayload&&) = delete;
+  ~ReentrantPayload() {
+    if (dir == nullptr) return;
+    const int n = destroyed->fetch_add(1) + 1;
+    EXPECT_TRUE(dir->Create(testing::Key("from-destructor-", n)).ok());
+  }
+};
+
+TEST(RouteReclamationTest, L3_EntryDestructorsRunWithNoDirectoryLockHeld) {
+  testing::Watchdog watchdog(testing::kWatchdogBound, "reentrant destructor");
+  EpochOptions epoch_options;
+  epoch_options.reclaim_every = 1;
+  EpochDomain domain(epoch_options);
+  std::atomic<int> destroyed{0};
+  {
+    DirectoryOptions options;
+    options.lifecycle_stripes = 1;  // every key shares the one stripe
+    options.route.epoch_domain = &domain;
+    ReentrantDirectory dir(std::move(options));
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(dir.Create(testing::Key("victim-", i), {},
+                             ReentrantPayload(&dir, &destroyed))
+                      .ok());
+    }
+    {
+      // A reader keeps the erased entries' snapshots from being reclaimed
+      // during their own erases, so their release lands in later writes.
+      Participant reader = std::move(domain.RegisterParticipant()).value();
+      Guard guard = reader.Enter();
+      for (int i = 0; i < 8; ++i) {
+        ASSERT_TRUE(dir.Erase(testing::Key("victim-", i)).ok());
+      }
+      EXPECT_EQ(destroyed.load(), 0);
+    }
+    for (int i = 0; i < 8 && destroyed.load() < 8; ++i) {
+      ASSERT_TRUE(dir.Create(testing::Key("later-", i)).ok());
+      ASSERT_TRUE(dir.Erase(testing::Key("later-", i)).ok());
+    }
+    ASSERT_TRUE(domain.Barrier().ok());
+    EXPECT_EQ(destroyed.load(), 8);
+    EXPECT_TRUE(dir.Pin("from-destructor-8").ok());
+  }
+  ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
+}
+
+}  // namespace
+}  // namespace cairn

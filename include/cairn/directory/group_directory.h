@@ -135,6 +135,7 @@ class GroupDirectory {
   using View = ObjectView<Payload>;
   using Access = ObjectAccess<Payload>;
   using RouteType = Route<Entry>;
+  using WriteBudget = typename RouteType::WriteBudget;
   using Owner = std::shared_ptr<Entry>;
 
   explicit GroupDirectory(DirectoryOptions options = {})
@@ -181,15 +182,32 @@ class GroupDirectory {
     init.hard_pinned = options.hard_pin;
 
     RetryPendingUnlinks();
+    // Retire budget first, with no lock held: waiting for it may run
+    // deleters (host destructors), which must never run under our locks.
+    Result<WriteBudget> budget = route_.PrepareWrite(key);
+    if (!budget.ok()) return std::move(budget).status();
+    Result<Handle> made =
+        CreateWithBudget(key, options, std::move(init), std::move(payload),
+                         &budget.value());
+    route_.ReclaimIfDue();
+    return made;
+  }
+
+ private:
+  Result<Handle> CreateWithBudget(std::string_view key,
+                                  const CreateOptions& options,
+                                  directory_internal::EntryInit init,
+                                  Payload payload, WriteBudget* budget) {
+    Owner routed;  // outlives the stripe: its release may free an entry
     StripeLock stripe(this, key);
-    if (Owner routed = route_.Pin(key); routed != nullptr) {
+    if (routed = route_.Pin(key); routed != nullptr) {
       if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
         return AlreadyExistsError("key is already routed");
       }
       // A removed instance whose unlink is still pending or in flight
       // (EraseGroup does not hold key stripes): finish it for the remover.
       Result<bool> unlinked =
-          route_.EraseIfMatch(key, routed->id(), routed.get());
+          route_.EraseIfMatch(key, routed->id(), routed.get(), budget);
       if (!unlinked.ok()) return std::move(unlinked).status();
     }
     if (options.group.empty()) {
@@ -199,7 +217,7 @@ class GroupDirectory {
       Activate(owner.get());
       // The stripe serialises creates of this key, so only a route error
       // (back-pressure) can refuse the slot; then nothing was published.
-      if (Status s = route_.Publish(key, owner); !s.ok()) return s;
+      if (Status s = route_.Publish(key, owner, budget); !s.ok()) return s;
       objects_.fetch_add(1, std::memory_order_relaxed);
       return Handle(std::move(owner));
     }
@@ -224,7 +242,7 @@ class GroupDirectory {
       Entry* entry = group->AddMember(std::move(init), std::move(payload));
       Owner owner(group, entry);  // aliasing: keeps the group alive
       Activate(entry);
-      if (Status s = route_.Publish(key, owner); !s.ok()) {
+      if (Status s = route_.Publish(key, owner, budget); !s.ok()) {
         // Never routed, so nobody else saw it: drop it again. A group this
         // create made is torn down with it. A lease it granted the group
         // stays (P1: a deadline never moves earlier, and other members'
@@ -244,6 +262,7 @@ class GroupDirectory {
     }
   }
 
+ public:
   // ---- lookups (D1, D6) ----------------------------------------------------
 
   // Runs fn(View&) with the object's lock held shared and its lifecycle
@@ -378,13 +397,20 @@ class GroupDirectory {
   Status Erase(std::string_view key, EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     RetryPendingUnlinks();
+    Result<WriteBudget> budget = route_.PrepareWrite(key);
+    if (!budget.ok()) return std::move(budget).status();
     Removal removal;
+    Owner owner;  // outlives the stripe: its release may free the entry
     {
       StripeLock stripe(this, key);
-      Owner owner = route_.Pin(key);
+      owner = route_.Pin(key);
       if (owner == nullptr) return NotFoundError("key is not routed");
-      if (Status s = EraseInstance(owner, options, &removal); !s.ok()) return s;
+      if (Status s = EraseInstance(owner, options, &removal, &budget.value());
+          !s.ok()) {
+        return s;
+      }
     }
+    route_.ReclaimIfDue();
     FinishRemoval(removal);
     return Status::Ok();
   }
@@ -398,15 +424,21 @@ class GroupDirectory {
                     EraseOptions options = {}) {
     if (!CheckCall(key).ok()) return false;
     RetryPendingUnlinks();
+    Result<WriteBudget> budget = route_.PrepareWrite(key);
+    if (!budget.ok()) return false;
     Removal removal;
+    Owner owner;  // outlives the stripe: its release may free the entry
     {
       StripeLock stripe(this, key);
-      Owner owner = route_.Pin(key);
+      owner = route_.Pin(key);
       if (owner == nullptr || owner.get() != entry || owner->id() != id) {
         return false;
       }
-      if (!EraseInstance(owner, options, &removal).ok()) return false;
+      if (!EraseInstance(owner, options, &removal, &budget.value()).ok()) {
+        return false;
+      }
     }
+    route_.ReclaimIfDue();
     FinishRemoval(removal);
     return true;
   }
@@ -464,10 +496,14 @@ class GroupDirectory {
       if (leased) return FailedPreconditionError("group lease has not expired");
       group->explicit_teardown_ = true;
       group->SetLifecycle(Lifecycle::kRemoving);
-      for (Removal& r : removals) Unlink(r.owner);
+      // Under the group lock: unlinks never wait for retire budget here;
+      // one refused for lack of room is parked and retried.
+      WriteBudget none;
+      for (Removal& r : removals) Unlink(r.owner, &none);
       group->live_.clear();
       RetireFromCatalog(group.get());
     }
+    route_.ReclaimIfDue();
     objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
     groups_.fetch_sub(1, std::memory_order_relaxed);
     for (Removal& r : removals) RunRemovedCallback(r);
@@ -707,7 +743,7 @@ class GroupDirectory {
 
   // Erase protocol for one routed instance. Caller holds the key's stripe.
   Status EraseInstance(const Owner& owner, const EraseOptions& options,
-                       Removal* removal) {
+                       Removal* removal, WriteBudget* budget) {
     Entry* e = owner.get();
     Group* group = e->group();
     if (group == nullptr) {
@@ -718,7 +754,7 @@ class GroupDirectory {
         *removal = MakeRemoval(owner);
       }
       // Object lock released before the route changes (L3).
-      Unlink(owner);
+      Unlink(owner, budget);
       objects_.fetch_sub(1, std::memory_order_relaxed);
       return Status::Ok();
     }
@@ -737,7 +773,7 @@ class GroupDirectory {
         RetireFromCatalog(group);
         group_gone = true;
       }
-      Unlink(owner);
+      Unlink(owner, budget);
     }
     objects_.fetch_sub(1, std::memory_order_relaxed);
     if (group_gone) groups_.fetch_sub(1, std::memory_order_relaxed);
@@ -765,9 +801,9 @@ class GroupDirectory {
   // (kRemoving: no lookup returns it), so a route error does not undo it:
   // the owner is parked and the unlink retried by later writes. `false`
   // (no match) means another writer already unlinked it.
-  void Unlink(const Owner& owner) {
+  void Unlink(const Owner& owner, WriteBudget* budget) {
     Result<bool> r =
-        route_.EraseIfMatch(owner->key(), owner->id(), owner.get());
+        route_.EraseIfMatch(owner->key(), owner->id(), owner.get(), budget);
     if (r.ok()) return;
     MutexLock lock(&pending_mu_);
     pending_.push_back(owner);
@@ -784,7 +820,10 @@ class GroupDirectory {
       parked.swap(pending_);
       pending_count_.store(0, std::memory_order_relaxed);
     }
-    for (const Owner& owner : parked) Unlink(owner);
+    // Never waits: an unlink still without room stays parked.
+    WriteBudget none;
+    for (const Owner& owner : parked) Unlink(owner, &none);
+    route_.ReclaimIfDue();
   }
 
   void FinishRemoval(Removal& removal) { RunRemovedCallback(removal); }

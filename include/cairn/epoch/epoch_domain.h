@@ -249,8 +249,17 @@ class EpochDomain {
   // callers that hold a lock of their own. kResourceExhausted if the cap has
   // no room right now (not counted as busy); other errors as Retire().
   Result<RetireReservation> TryReserve(std::size_t bytes);
+  // kDeferred: append only, never run deleters here, for callers that hold
+  // a lock of their own; a reclaim that falls due is left to the next
+  // ReclaimIfDue() (or any other reclaiming call).
+  enum class Reclaim : std::uint8_t { kAllowed, kDeferred };
   void RetireReserved(RetireReservation reservation, void* ptr,
-                      Deleter deleter) noexcept;
+                      Deleter deleter,
+                      Reclaim reclaim = Reclaim::kAllowed) noexcept;
+
+  // Runs TryReclaim() if a deferred retirement made one due. One relaxed
+  // load otherwise. Call with no lock held.
+  std::size_t ReclaimIfDue();
 
   // Non-blocking: advances the epoch if every active guard has seen it (up to
   // twice), frees what is past its grace period, emits due stall reports.

@@ -56,6 +56,17 @@ class ObjectRouteIndex {
  public:
   using Owner = std::shared_ptr<Entry>;
 
+  // Retire budget taken by PrepareWrite() with no lock held, for one write
+  // the caller then makes under locks of its own. Move-only.
+  class WriteBudget {
+   public:
+    WriteBudget() = default;
+
+   private:
+    friend class ObjectRouteIndex;
+    std::optional<RetireReservation> reservation_;
+  };
+
   explicit ObjectRouteIndex(const RouteOptions& options = {})
       : owned_domain_(options.epoch_domain == nullptr
                           ? std::make_unique<EpochDomain>(DefaultEpochOptions())
@@ -164,23 +175,54 @@ class ObjectRouteIndex {
     route_internal::EmitChunks(staged, chunk, /*flush=*/true, fn);
   }
 
+  // Takes the retire budget a write to `key`'s bucket needs (its current
+  // snapshot, plus room to grow), waiting for back-pressure like
+  // EpochDomain::Reserve() and running due deleters. Call with no lock
+  // held; errors as Reserve() (kResourceExhausted when busy past the
+  // deadline, kFailedPrecondition inside a guard of the route's domain).
+  Result<WriteBudget> PrepareWrite(std::string_view key) {
+    const std::uint64_t hash = route_internal::RouteHash(key);
+    std::size_t need;
+    {
+      Guard guard = domain_->EnterOnThisThread();
+      need = RetiredCost(BucketFor(hash).current.load(std::memory_order_acquire));
+    }
+    need += need / 4;  // the bucket may grow before the write locks it
+    Result<RetireReservation> reserved = domain_->Reserve(need);
+    if (!reserved.ok()) return std::move(reserved).status();
+    WriteBudget budget;
+    budget.reservation_.emplace(std::move(reserved).value());
+    return budget;
+  }
+
+  // Runs the domain's reclaim if a write made under locks left one due
+  // (those writes never run deleters themselves). Call with no lock held.
+  void ReclaimIfDue() { domain_->ReclaimIfDue(); }
+
   // Insert-only (D3). kAlreadyExists if `key` is routed (nothing changes);
-  // kResourceExhausted if the domain's retired cap stayed full past its
-  // deadline or a snapshot could not be allocated (nothing changes).
-  // Locks the key's writer stripe to copy one bucket; waits for
-  // back-pressure, and retires the old snapshot, only after unlocking it.
-  Status Publish(std::string_view key, Owner owner) {
+  // kResourceExhausted if the retired cap has no room or a snapshot could
+  // not be allocated (nothing changes). Locks the key's writer stripe to copy
+  // one bucket.
+  //   budget == nullptr: the caller holds no lock; the write may wait for
+  //     back-pressure and run deleters, after unlocking the stripe.
+  //   budget != nullptr: the caller may hold locks; the write never waits
+  //     and never runs a deleter (host code) here. It spends the budget
+  //     (from PrepareWrite, or empty) and tops it up without waiting;
+  //     without room it refuses at once. Call ReclaimIfDue() after unlocking.
+  Status Publish(std::string_view key, Owner owner,
+                 WriteBudget* budget = nullptr) {
     CAIRN_CHECK(owner != nullptr);
     const std::uint64_t hash = route_internal::RouteHash(key);
     std::unique_ptr<Record> record(new (std::nothrow) Record{owner});
     if (record == nullptr) return AllocationFailed();
-    Status s = Write(hash, [&](const Snapshot* old, const Snapshot** fresh) {
-      if (old->Find(hash, key) != nullptr) {
-        return AlreadyExistsError("key is already routed");
-      }
-      *fresh = old->CopyWithInsert(key, hash, record.get());
-      return *fresh != nullptr ? Status::Ok() : AllocationFailed();
-    });
+    Status s = Write(
+        hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
+          if (old->Find(hash, key) != nullptr) {
+            return AlreadyExistsError("key is already routed");
+          }
+          *fresh = old->CopyWithInsert(key, hash, record.get());
+          return *fresh != nullptr ? Status::Ok() : AllocationFailed();
+        });
     if (s.ok()) record.release();  // now shared by the bucket's snapshots
     return s;
   }
@@ -190,10 +232,11 @@ class ObjectRouteIndex {
   // changes). Errors as for Publish (nothing changes). The unlinked owner is
   // released after a grace period, never under the stripe lock.
   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-                            const Entry* entry) {
+                            const Entry* entry, WriteBudget* budget = nullptr) {
     const std::uint64_t hash = route_internal::RouteHash(key);
     bool matched = false;
-    Status s = Write(hash, [&](const Snapshot* old, const Snapshot** fresh) {
+    Status s = Write(
+        hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
       const typename Snapshot::Slot* slot = old->Find(hash, key);
       matched = slot != nullptr && slot->entry == entry && entry->id() == id;
       if (!matched) return Status::Ok();
@@ -227,7 +270,7 @@ class ObjectRouteIndex {
     const EpochDiagnostics e = domain_->Diagnostics();
     d.retired_bytes = e.retired_bytes;
     d.retired_count = e.retired_count;
-    d.busy_count = e.busy_count;
+    d.busy_count = e.busy_count + refusals_.load(std::memory_order_relaxed);
     d.stall_reports = e.stall_reports;
     d.oldest_reader_age = e.oldest_guard_age;
     return d;
@@ -274,15 +317,19 @@ class ObjectRouteIndex {
   // One copy-on-write step on the bucket of `hash`. Under the stripe lock,
   // decide(old, &fresh) checks the bucket and builds the replacement (or
   // leaves fresh null to change nothing); it returns a non-OK Status to
-  // refuse. The retire budget for `old` is taken before anything is built:
-  // without waiting under the lock, or, if the cap has no room, by dropping
-  // the lock, waiting in Reserve() (which may run deleters: host code must
-  // not run under the stripe, L3) and starting over.
+  // refuse. The retire budget for `old` is in hand before anything is built:
+  // from `locked` (see Publish) or taken without waiting under the stripe.
+  // Without room: a locked write refuses at once; an unlocked one drops the
+  // stripe, waits in Reserve() (which may run deleters, i.e. host code, so
+  // never under a cairn lock: L3) and starts over, a bounded number of times.
   template <typename Decide>
-  Status Write(std::uint64_t hash, Decide&& decide) {
+  Status Write(std::uint64_t hash, WriteBudget* locked, Decide&& decide) {
+    constexpr int kMaxWaits = 4;
     Bucket& bucket = BucketFor(hash);
-    std::optional<RetireReservation> budget;
-    while (true) {
+    WriteBudget own;
+    WriteBudget* budget = locked != nullptr ? locked : &own;
+    std::optional<RetireReservation>& reservation = budget->reservation_;
+    for (int waits = 0;; ++waits) {
       const Snapshot* old = nullptr;
       const Snapshot* fresh = nullptr;
       std::size_t need = 0;
@@ -290,12 +337,12 @@ class ObjectRouteIndex {
         MutexLock lock(&StripeFor(hash).mu);
         old = bucket.current.load(std::memory_order_acquire);
         need = RetiredCost(old);
-        if (!budget.has_value() || budget->bytes() < need) {
-          budget.reset();
+        if (!reservation.has_value() || reservation->bytes() < need) {
+          reservation.reset();
           Result<RetireReservation> now = domain_->TryReserve(need);
-          if (now.ok()) budget.emplace(std::move(now).value());
+          if (now.ok()) reservation.emplace(std::move(now).value());
         }
-        if (budget.has_value()) {
+        if (reservation.has_value()) {
           CAIRN_RETURN_IF_ERROR(decide(old, &fresh));
           if (fresh == nullptr) return Status::Ok();  // nothing to change
           // Release: the snapshot's contents (and the entries it owns,
@@ -308,17 +355,25 @@ class ObjectRouteIndex {
                                   std::memory_order_relaxed);
         }
       }
-      if (fresh == nullptr) {  // no budget yet: wait for it unlocked
-        budget.reset();
-        Result<RetireReservation> waited = domain_->Reserve(need);
+      if (fresh == nullptr) {  // no room under the stripe
+        if (locked != nullptr || waits == kMaxWaits) {
+          refusals_.fetch_add(1, std::memory_order_relaxed);
+          return ResourceExhaustedError(
+              "route retired-byte cap has no room for this write");
+        }
+        Result<RetireReservation> waited = domain_->Reserve(need + need / 4);
         if (!waited.ok()) return std::move(waited).status();
-        budget.emplace(std::move(waited).value());
+        reservation.emplace(std::move(waited).value());
         continue;
       }
       if (old != Snapshot::Empty()) {
-        domain_->RetireReserved(std::move(*budget), const_cast<Snapshot*>(old),
-                                &Snapshot::Destroy);
+        domain_->RetireReserved(std::move(*reservation),
+                                const_cast<Snapshot*>(old), &Snapshot::Destroy,
+                                locked != nullptr
+                                    ? EpochDomain::Reclaim::kDeferred
+                                    : EpochDomain::Reclaim::kAllowed);
       }
+      reservation.reset();
       return Status::Ok();
     }
   }
@@ -341,6 +396,7 @@ class ObjectRouteIndex {
   const std::unique_ptr<Stripe[]> stripes_;
   std::atomic<std::uint64_t> publications_{0};
   std::atomic<std::uint64_t> copied_bytes_{0};
+  std::atomic<std::uint64_t> refusals_{0};  // locked writes without room
 };
 
 CAIRN_NAMESPACE_END

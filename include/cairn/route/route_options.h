@@ -15,11 +15,20 @@
 //   Owner Pin(std::string_view key) const;
 //   template <class Fn> void VisitHandles(std::size_t chunk, Fn&& fn) const;
 //       fn(std::span<Owner>) once per chunk of at most `chunk` owners.
-//   Status Publish(std::string_view key, Owner owner);  // insert-only (D3):
+//   using WriteBudget = ...;  // retire budget for a write made under locks
+//   Result<WriteBudget> PrepareWrite(std::string_view key);  // no lock held;
+//       may wait for back-pressure (E4) and run deleters
+//   void ReclaimIfDue();       // no lock held: deleters deferred by writes
+//   Status Publish(std::string_view key, Owner owner,
+//                  WriteBudget* budget = nullptr);  // insert-only (D3):
 //       kAlreadyExists if routed; a route may also fail with
 //       kResourceExhausted (the epoch route under back-pressure, E4).
 //   Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-//                             const Entry* entry);    // matched unlink (D4)
+//                             const Entry* entry,
+//                             WriteBudget* budget = nullptr);  // D4
+//       With a budget the write may be made under the caller's locks: it
+//       never waits and never runs a deleter (kResourceExhausted at once
+//       without room); without one it may do both.
 //       true: unlinked; false: no match; an error: nothing changed.
 //   RouteDiagnostics Diagnostics() const;
 // Entry must expose `std::uint64_t id() const`.
