@@ -393,7 +393,6 @@ class DomainCore {
   void MarkDestroyed() { destroyed_.store(true, std::memory_order_release); }
   bool destroyed() const { return destroyed_.load(std::memory_order_acquire); }
 
-
  private:
   static constexpr std::size_t kRingSize = 64;
   struct EpochStart {
@@ -602,7 +601,7 @@ class DomainCore {
   std::atomic<std::uint64_t> busy_count_{0};
   std::atomic<std::uint64_t> stall_reports_{0};
   std::atomic<bool> shut_down_{false};
-  std::atomic<bool> destroyed_{false};  // the EpochDomain object is gone
+  std::atomic<bool> destroyed_{false};    // the EpochDomain object is gone
   std::atomic<bool> reclaim_due_{false};  // set by deferred retirements
 };
 

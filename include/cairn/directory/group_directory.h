@@ -186,9 +186,8 @@ class GroupDirectory {
     // deleters (host destructors), which must never run under our locks.
     Result<WriteBudget> budget = route_.PrepareWrite(key);
     if (!budget.ok()) return std::move(budget).status();
-    Result<Handle> made =
-        CreateWithBudget(key, options, std::move(init), std::move(payload),
-                         &budget.value());
+    Result<Handle> made = CreateWithBudget(key, options, std::move(init),
+                                           std::move(payload), &budget.value());
     route_.ReclaimIfDue();
     return made;
   }

@@ -253,8 +253,7 @@ class EpochDomain {
   // a lock of their own; a reclaim that falls due is left to the next
   // ReclaimIfDue() (or any other reclaiming call).
   enum class Reclaim : std::uint8_t { kAllowed, kDeferred };
-  void RetireReserved(RetireReservation reservation, void* ptr,
-                      Deleter deleter,
+  void RetireReserved(RetireReservation reservation, void* ptr, Deleter deleter,
                       Reclaim reclaim = Reclaim::kAllowed) noexcept;
 
   // Runs TryReclaim() if a deferred retirement made one due. One relaxed

@@ -185,7 +185,8 @@ class ObjectRouteIndex {
     std::size_t need;
     {
       Guard guard = domain_->EnterOnThisThread();
-      need = RetiredCost(BucketFor(hash).current.load(std::memory_order_acquire));
+      need =
+          RetiredCost(BucketFor(hash).current.load(std::memory_order_acquire));
     }
     need += need / 4;  // the bucket may grow before the write locks it
     Result<RetireReservation> reserved = domain_->Reserve(need);
@@ -215,8 +216,8 @@ class ObjectRouteIndex {
     const std::uint64_t hash = route_internal::RouteHash(key);
     std::unique_ptr<Record> record(new (std::nothrow) Record{owner});
     if (record == nullptr) return AllocationFailed();
-    Status s = Write(
-        hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
+    Status s =
+        Write(hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
           if (old->Find(hash, key) != nullptr) {
             return AlreadyExistsError("key is already routed");
           }
@@ -235,16 +236,17 @@ class ObjectRouteIndex {
                             const Entry* entry, WriteBudget* budget = nullptr) {
     const std::uint64_t hash = route_internal::RouteHash(key);
     bool matched = false;
-    Status s = Write(
-        hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
-      const typename Snapshot::Slot* slot = old->Find(hash, key);
-      matched = slot != nullptr && slot->entry == entry && entry->id() == id;
-      if (!matched) return Status::Ok();
-      *fresh = old->CopyWithErase(slot);
-      if (*fresh == nullptr) return AllocationFailed();
-      old->AdoptUnlinked(slot->record);
-      return Status::Ok();
-    });
+    Status s =
+        Write(hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
+          const typename Snapshot::Slot* slot = old->Find(hash, key);
+          matched =
+              slot != nullptr && slot->entry == entry && entry->id() == id;
+          if (!matched) return Status::Ok();
+          *fresh = old->CopyWithErase(slot);
+          if (*fresh == nullptr) return AllocationFailed();
+          old->AdoptUnlinked(slot->record);
+          return Status::Ok();
+        });
     if (!s.ok()) return s;
     return matched;
   }
