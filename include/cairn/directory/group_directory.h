@@ -198,6 +198,9 @@ class GroupDirectory {
                                   directory_internal::EntryInit init,
                                   Payload payload, WriteBudget* budget) {
     Owner routed;  // outlives the stripe: its release may free an entry
+    // A member that failed to publish; destroyed (payload destructor: host
+    // code) only after the group lock and the stripe are released.
+    std::unique_ptr<Entry> unpublished;
     StripeLock stripe(this, key);
     if (routed = route_.Pin(key); routed != nullptr) {
       if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
@@ -248,6 +251,7 @@ class GroupDirectory {
         // readers may already have observed it).
         owner.reset();
         group->RemoveMember(entry);
+        unpublished = std::move(group->entries_.back());
         group->entries_.pop_back();
         if (group->live_.empty()) {
           group->SetLifecycle(Lifecycle::kRemoving);
