@@ -156,11 +156,11 @@ class GroupDirectory {
   // key or group name), kAlreadyExists (key routed), kFailedPrecondition
   // (the group is being torn down by EraseGroup), kUnavailable (shut down),
   // or the route's own write error (the epoch route's kResourceExhausted
-  // under back-pressure; the create is then undone, including a group it
-  // made). Locks: the key's lifecycle stripe; for a member the catalog
-  // (briefly), then the group, then the new object, then a route bucket. Blocks
-  // behind writers of the same stripe or group; allocates. Not for use inside a
-  // callback.
+  // under back-pressure, waited for before any lock is taken; the create is
+  // then undone, including a group it made). Locks: the key's lifecycle stripe;
+  // for a member the catalog (briefly), then the group, then the new object,
+  // then a route bucket. Blocks behind writers of the same stripe or group;
+  // allocates. Not for use inside a callback.
   Result<Handle> Create(std::string_view key, const CreateOptions& options = {},
                         Payload payload = Payload()) {
     if (Status s = CheckCall(key); !s.ok()) return s;
@@ -392,7 +392,9 @@ class GroupDirectory {
   // removal callback. A member leaves its group; the last member tears the
   // group down. Errors, no state change: kNotFound (unknown or already
   // erased), kFailedPrecondition (lease unexpired and !force, P4),
-  // kInvalidArgument, kUnavailable. A route error on the unlink does not undo
+  // kInvalidArgument, kUnavailable, kResourceExhausted (the route's retire
+  // budget, taken before any lock, stayed unavailable past the epoch
+  // domain's deadline). A route error on the unlink does not undo
   // a committed removal: the unlink is parked and retried by later writes
   // (Diagnostics().pending_unlinks). Locks the stripe, the group (members),
   // the object, a route bucket, the catalog (last member). Not for use inside
