@@ -52,7 +52,9 @@ endfunction()
 function(cairn_add_test component)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   set(target ${component}_test)
-  add_executable(${target} ${ARG_SOURCES})
+  # alloc_counter.cc replaces operator new/delete with counting versions, so
+  # any test can check a "does not allocate" contract.
+  add_executable(${target} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/testing/alloc_counter.cc)
   target_link_libraries(${target} PRIVATE cairn::${component} ${ARG_DEPS}
                                           GTest::gtest GTest::gtest_main Threads::Threads)
   # tests/ for shared test helpers, the root for bench/baselines (oracles).

@@ -2,48 +2,9 @@
 
 #include "cairn/base/status.h"
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-
-#include "cairn/base/check.h"
-#include "cairn/base/clock.h"
-#include "cairn/base/version.h"
+#include <new>
 
 CAIRN_NAMESPACE_BEGIN
-
-Version LinkedVersion() noexcept { return kVersion; }
-
-namespace base_internal {
-
-void CheckFailed(const char* file, int line, const char* condition,
-                 const char* message) noexcept {
-  std::fprintf(stderr, "%s:%d: CAIRN_CHECK failed: %s%s%s\n", file, line,
-               condition, message != nullptr ? ": " : "",
-               message != nullptr ? message : "");
-  std::fflush(stderr);
-  std::abort();
-}
-
-}  // namespace base_internal
-
-namespace {
-
-class SteadyClock final : public Clock {
- public:
-  std::int64_t NowNanos() const noexcept override {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-};
-
-}  // namespace
-
-const Clock* Clock::Steady() noexcept {
-  static const SteadyClock clock;
-  return &clock;
-}
 
 std::string_view StatusCodeName(StatusCode code) noexcept {
   switch (code) {
@@ -77,61 +38,64 @@ std::string_view StatusCodeName(StatusCode code) noexcept {
   return "UNKNOWN";
 }
 
-Status::Status(StatusCode code, std::string_view message) {
-  if (code != StatusCode::kOk) {
-    rep_ = std::make_unique<Rep>(Rep{code, std::string(message)});
+Status::Status(StatusCode code, std::string_view message) noexcept {
+  if (code == StatusCode::kOk) return;
+  rep_ = Inline(code);
+  if (message.empty()) return;
+  try {
+    rep_ = reinterpret_cast<std::uintptr_t>(
+        new HeapRep{{1}, code, std::string(message)});
+  } catch (const std::bad_alloc&) {
+    // Keep the code; the message is what an allocation failure costs.
   }
 }
 
-Status::Status(const Status& other)
-    : rep_(other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr) {}
-
-Status& Status::operator=(const Status& other) {
-  if (this != &other) {
-    rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
-  }
-  return *this;
+void Status::UnrefHeap(HeapRep* rep) noexcept {
+  // acq_rel: the last owner's delete happens after every other owner's reads.
+  if (rep->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete rep;
 }
 
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  std::string out(StatusCodeName(rep_->code));
-  out += ": ";
-  out += rep_->message;
+  std::string out(StatusCodeName(code()));
+  if (has_message()) {
+    out += ": ";
+    out += message();
+  }
   return out;
 }
 
-Status InvalidArgumentError(std::string_view message) {
+Status InvalidArgumentError(std::string_view message) noexcept {
   return Status(StatusCode::kInvalidArgument, message);
 }
-Status DeadlineExceededError(std::string_view message) {
+Status DeadlineExceededError(std::string_view message) noexcept {
   return Status(StatusCode::kDeadlineExceeded, message);
 }
-Status NotFoundError(std::string_view message) {
+Status NotFoundError(std::string_view message) noexcept {
   return Status(StatusCode::kNotFound, message);
 }
-Status AlreadyExistsError(std::string_view message) {
+Status AlreadyExistsError(std::string_view message) noexcept {
   return Status(StatusCode::kAlreadyExists, message);
 }
-Status ResourceExhaustedError(std::string_view message) {
+Status ResourceExhaustedError(std::string_view message) noexcept {
   return Status(StatusCode::kResourceExhausted, message);
 }
-Status FailedPreconditionError(std::string_view message) {
+Status FailedPreconditionError(std::string_view message) noexcept {
   return Status(StatusCode::kFailedPrecondition, message);
 }
-Status AbortedError(std::string_view message) {
+Status AbortedError(std::string_view message) noexcept {
   return Status(StatusCode::kAborted, message);
 }
-Status OutOfRangeError(std::string_view message) {
+Status OutOfRangeError(std::string_view message) noexcept {
   return Status(StatusCode::kOutOfRange, message);
 }
-Status InternalError(std::string_view message) {
+Status InternalError(std::string_view message) noexcept {
   return Status(StatusCode::kInternal, message);
 }
-Status UnavailableError(std::string_view message) {
+Status UnavailableError(std::string_view message) noexcept {
   return Status(StatusCode::kUnavailable, message);
 }
-Status DataLossError(std::string_view message) {
+Status DataLossError(std::string_view message) noexcept {
   return Status(StatusCode::kDataLoss, message);
 }
 

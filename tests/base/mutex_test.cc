@@ -42,24 +42,34 @@ TEST(MutexTest, TryLockFailsWhileHeld) {
 
 TEST(SharedMutexTest, ReadersShareWritersExclude) {
   SharedMutex mu;
-  int value = 0;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 5000; ++i) {
-        WriterLock lock(&mu);
-        ++value;
-      }
-    });
-    threads.emplace_back([&] {
-      for (int i = 0; i < 5000; ++i) {
-        ReaderLock lock(&mu);
-        EXPECT_GE(value, 0);
-      }
-    });
+  {
+    ReaderLock reader(&mu);
+    bool second_reader = false;
+    bool writer = true;
+    std::thread([&] {
+      second_reader = mu.TryLockShared();
+      if (second_reader) mu.UnlockShared();
+      writer = mu.TryLock();
+      if (writer) mu.Unlock();
+    }).join();
+    EXPECT_TRUE(second_reader);
+    EXPECT_FALSE(writer);
   }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(value, 10000);
+  {
+    WriterLock writer(&mu);
+    bool reader = true;
+    bool other_writer = true;
+    std::thread([&] {
+      reader = mu.TryLockShared();
+      if (reader) mu.UnlockShared();
+      other_writer = mu.TryLock();
+      if (other_writer) mu.Unlock();
+    }).join();
+    EXPECT_FALSE(reader);
+    EXPECT_FALSE(other_writer);
+  }
+  ASSERT_TRUE(mu.TryLock());
+  mu.Unlock();
 }
 
 }  // namespace

@@ -2,12 +2,15 @@
 
 #include "cairn/base/status.h"
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "cairn/base/clock.h"
 #include "cairn/base/version.h"
+#include "testing/alloc_counter.h"
 
 namespace cairn {
 namespace {
@@ -28,13 +31,60 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   EXPECT_EQ(s.ToString(), "NOT_FOUND: no such key");
 }
 
-TEST(StatusTest, CopyIsDeepAndEqual) {
+TEST(StatusTest, CopySharesTheMessageAndCompareEqual) {
   Status a = ResourceExhaustedError("busy");
   Status b = a;
   EXPECT_EQ(a, b);
+  EXPECT_EQ(a.message().data(), b.message().data());  // one shared record
   b = Status::Ok();
   EXPECT_FALSE(a.ok());
+  EXPECT_EQ(a.message(), "busy");
   EXPECT_TRUE(b.ok());
+  Status c = std::move(a);
+  EXPECT_TRUE(a.ok());  // NOLINT(bugprone-use-after-move): moved-from is OK
+  EXPECT_EQ(c.message(), "busy");
+}
+
+TEST(StatusTest, CodeOnlyErrorsNeverAllocate) {
+  testing::AllocationCounter allocs;
+  Status a(StatusCode::kNotFound);
+  Status b = NotFoundError();
+  Status c = UnavailableError("");
+  Status d = a;
+  d = c;
+  Status e = std::move(d);
+  EXPECT_EQ(allocs.count(), 0u);
+  EXPECT_EQ(a.code(), StatusCode::kNotFound);
+  EXPECT_EQ(b, a);
+  EXPECT_FALSE(a.has_message());
+  EXPECT_TRUE(a.message().empty());
+  EXPECT_EQ(e.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(a.ToString(), "NOT_FOUND");
+}
+
+TEST(StatusTest, EveryCodeRoundTripsThroughTheInlineForm) {
+  for (int raw = 1; raw <= 15; ++raw) {
+    const auto code = static_cast<StatusCode>(raw);
+    const Status s(code);
+    EXPECT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), code);
+    EXPECT_EQ(Status(code, "m").code(), code);
+  }
+}
+
+TEST(StatusTest, CopyingAMessageDoesNotAllocate) {
+  const Status a = DataLossError("checksum");
+  testing::AllocationCounter allocs;
+  Status b = a;
+  Status c;
+  c = b;
+  EXPECT_EQ(allocs.count(), 0u);
+  EXPECT_EQ(c.message(), "checksum");
+}
+
+TEST(StatusTest, CodeWithAndWithoutMessageDiffer) {
+  EXPECT_NE(NotFoundError("x"), NotFoundError());
+  EXPECT_EQ(NotFoundError(), Status(StatusCode::kNotFound));
 }
 
 TEST(StatusTest, OkCodeWithMessageIsOk) {
@@ -98,11 +148,16 @@ TEST(ClockTest, ManualClockAdvancesOnlyWhenTold) {
   EXPECT_EQ(clock.NowNanos(), 150);
 }
 
-TEST(ClockTest, SteadyClockIsMonotonic) {
+// Checks the unit of Clock::Steady(): a sleep of 20 ms reads as at least
+// 20'000'000 ns (a clock that returned micro- or milliseconds fails), and
+// not more than a minute.
+TEST(ClockTest, SteadyClockCountsNanoseconds) {
   const Clock* clock = Clock::Steady();
   const auto a = clock->NowNanos();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const auto b = clock->NowNanos();
-  EXPECT_LE(a, b);
+  EXPECT_GE(b - a, 20'000'000);
+  EXPECT_LT(b - a, 60'000'000'000);
 }
 
 }  // namespace

@@ -51,7 +51,17 @@ class CAIRN_CAPABILITY("shared_mutex") SharedMutex {
   void Unlock() CAIRN_RELEASE() { mu_.unlock(); }
   void LockShared() CAIRN_ACQUIRE_SHARED() { mu_.lock_shared(); }
   void UnlockShared() CAIRN_RELEASE_SHARED() { mu_.unlock_shared(); }
+  [[nodiscard]] bool TryLock() CAIRN_TRY_ACQUIRE(true) {
+    return mu_.try_lock();
+  }
+  [[nodiscard]] bool TryLockShared() CAIRN_TRY_ACQUIRE_SHARED(true) {
+    return mu_.try_lock_shared();
+  }
+
+  // Document (and tell the analysis) that the caller holds the lock
+  // exclusively, or at least shared.
   void AssertHeld() const CAIRN_ASSERT_CAPABILITY(this) {}
+  void AssertReaderHeld() const CAIRN_ASSERT_SHARED_CAPABILITY(this) {}
 
  private:
   std::shared_mutex mu_;

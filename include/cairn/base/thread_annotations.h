@@ -37,10 +37,14 @@
   CAIRN_THREAD_ANNOTATION_(release_generic_capability(__VA_ARGS__))
 #define CAIRN_TRY_ACQUIRE(...) \
   CAIRN_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
+#define CAIRN_TRY_ACQUIRE_SHARED(...) \
+  CAIRN_THREAD_ANNOTATION_(try_acquire_shared_capability(__VA_ARGS__))
 #define CAIRN_EXCLUDES(...) \
   CAIRN_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
 #define CAIRN_ASSERT_CAPABILITY(x) \
   CAIRN_THREAD_ANNOTATION_(assert_capability(x))
+#define CAIRN_ASSERT_SHARED_CAPABILITY(x) \
+  CAIRN_THREAD_ANNOTATION_(assert_shared_capability(x))
 #define CAIRN_RETURN_CAPABILITY(x) CAIRN_THREAD_ANNOTATION_(lock_returned(x))
 #define CAIRN_NO_THREAD_SAFETY_ANALYSIS \
   CAIRN_THREAD_ANNOTATION_(no_thread_safety_analysis)

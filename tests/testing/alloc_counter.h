@@ -1,0 +1,32 @@
+// Copyright 2026 The cairn Authors.
+//
+// Counts heap allocations made by the calling thread, so a test can check a
+// "does not allocate" contract. Every test executable links
+// alloc_counter.cc, which replaces the global operator new/delete with
+// versions that count and then call malloc/free.
+
+#ifndef CAIRN_TESTS_TESTING_ALLOC_COUNTER_H_
+#define CAIRN_TESTS_TESTING_ALLOC_COUNTER_H_
+
+#include <cstdint>
+
+namespace cairn::testing {
+
+// Allocations (every operator new form) made by this thread so far.
+std::uint64_t AllocationsOnThisThread() noexcept;
+
+// Allocations made by this thread since construction.
+class AllocationCounter {
+ public:
+  AllocationCounter() noexcept : start_(AllocationsOnThisThread()) {}
+  std::uint64_t count() const noexcept {
+    return AllocationsOnThisThread() - start_;
+  }
+
+ private:
+  std::uint64_t start_;
+};
+
+}  // namespace cairn::testing
+
+#endif  // CAIRN_TESTS_TESTING_ALLOC_COUNTER_H_
