@@ -7,17 +7,26 @@ src=$1 build=$2 cxx=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# Quiet on success; the whole log on failure.
+quiet() {
+  if ! "$@" >"$work/log" 2>&1; then
+    cat "$work/log"
+    echo "run.sh: failed: $*" >&2
+    exit 1
+  fi
+}
+
 echo "== add_subdirectory"
-cmake -S "$src/tests/consumer" -B "$work/subdir" -G Ninja \
+quiet cmake -S "$src/tests/consumer" -B "$work/subdir" -G Ninja \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
-  -DCAIRN_CONSUMER_MODE=subdirectory -DCAIRN_SOURCE_DIR="$src" >/dev/null
-cmake --build "$work/subdir" >/dev/null
+  -DCAIRN_CONSUMER_MODE=subdirectory -DCAIRN_SOURCE_DIR="$src"
+quiet cmake --build "$work/subdir"
 "$work/subdir/host"
 
 echo "== find_package"
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$src/tests/consumer" -B "$work/package" -G Ninja \
+quiet cmake --install "$build" --prefix "$work/prefix"
+quiet cmake -S "$src/tests/consumer" -B "$work/package" -G Ninja \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
-  -DCAIRN_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/package" >/dev/null
+  -DCAIRN_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$work/prefix"
+quiet cmake --build "$work/package"
 "$work/package/host"
