@@ -25,7 +25,7 @@ ScanHashMapOptions Options(int max_exponent, IndexAllocator* allocator) {
   ScanHashMapOptions options;
   options.seed = 0xa11c;
   options.max_exponent = max_exponent;
-  options.max_key_bytes = 4000;
+  options.max_key_bytes = 4096;
   options.allocator = allocator;
   return options;
 }
@@ -271,6 +271,31 @@ TEST(ScanHashMapAllocTest, InsertDuringRehashChangesNothingOnFailure) {
     ASSERT_NO_FATAL_FAILURE(h.Insert(Key(i, 4000), i, /*upsert=*/i % 2 == 0));
   }
   EXPECT_GE(h.failed_while_rehashing(), 3);
+}
+
+// One insert that needs both a new slab group and a new overflow chunk:
+// when the chunk fails, the slab memory already in hand is given back.
+TEST(ScanHashMapAllocTest, InsertNeedingSlabAndChunkGivesBackTheSlab) {
+  Harness h(
+      /*max_exponent=*/0);  // one chain: chunk 1 at entry 12 + 511 * 12 + 1
+  // One 32-byte entry, then 4096-byte ones: slab 0 holds 63 of them, every
+  // later slab 64, so entry 64k + 1 opens a slab; slab 96 starts a group.
+  const std::size_t kEntries = 12 + 511 * 12;
+  for (std::uint64_t i = 0; i < kEntries; ++i) {
+    const std::string key = Key(i, i == 0 ? 16 : 4086);
+    const Map::InsertResult r = h.map().Insert(key, Loc{i});
+    ASSERT_TRUE(r.ok());
+    h.Record(key, i, r.entry);
+  }
+  const std::size_t arena = h.map().Memory().arena_bytes;
+  const std::size_t chains = h.map().Memory().chain_bytes;
+  EXPECT_EQ(h.Attempt([&] {
+    return h.map().Insert(Key(kEntries, 4086), Loc{0}).outcome;
+  }),
+            2)
+      << "slab group, then overflow chunk";
+  EXPECT_GT(h.map().Memory().arena_bytes, arena);
+  EXPECT_GT(h.map().Memory().chain_bytes, chains);
 }
 
 // A grow the insert triggers but cannot allocate: the insert succeeds, the
