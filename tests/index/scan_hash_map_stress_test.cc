@@ -84,9 +84,13 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
           ASSERT_EQ(r.entry->key(), key);
         } else if (r.outcome == Outcome::kAlreadyExists) {
           ASSERT_TRUE(present);
+          ASSERT_EQ(r.entry, map.Find(key));
+          ASSERT_EQ(r.entry->value().offset, model[key]);
         } else {
           ASSERT_EQ(r.outcome, Outcome::kResourceExhausted);
           ASSERT_FALSE(present);
+          ASSERT_EQ(r.entry, nullptr);
+          ASSERT_EQ(map.Find(key), nullptr);
         }
       } else if (kind < 45) {
         auto r = map.Upsert(key, Loc{value});

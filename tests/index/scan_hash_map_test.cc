@@ -383,22 +383,88 @@ TEST(ScanHashMapTest, StableScanEmitsEachEntryExactlyOnceMidRehash) {
   EXPECT_EQ(Contents(map), model);  // Contents fails on a duplicate
 }
 
-// X8: prefetch helpers are pure: identical results with or without them.
+// Everything a const call may not change, cheap enough to take per op.
+struct Observables {
+  explicit Observables(const Map& map)
+      : size(map.size()),
+        exponent(map.exponent()),
+        rehashing(Peer::IsRehashing(map)),
+        rehash_index(Peer::RehashIndex(map)),
+        chain_buckets(Peer::ChainBuckets(map)),
+        version(Peer::Version(map)),
+        memory(map.Memory()),
+        stats(map.stats()),
+        cursor(map.StableScanBegin()) {}
+  std::size_t size;
+  int exponent;
+  bool rehashing;
+  std::uint64_t rehash_index;
+  std::size_t chain_buckets;
+  std::uint64_t version;
+  ScanHashMapMemory memory;
+  ScanHashMapStats stats;
+  StableScanCursor cursor;
+};
+
+void ExpectSameObservables(const Map& map, const Observables& before) {
+  const Observables after(map);
+  EXPECT_EQ(after.size, before.size);
+  EXPECT_EQ(after.exponent, before.exponent);
+  EXPECT_EQ(after.rehashing, before.rehashing);
+  EXPECT_EQ(after.rehash_index, before.rehash_index);
+  EXPECT_EQ(after.chain_buckets, before.chain_buckets);
+  EXPECT_EQ(after.version, before.version);
+  EXPECT_EQ(after.memory.total_bytes, before.memory.total_bytes);
+  EXPECT_EQ(after.memory.arena_live_bytes, before.memory.arena_live_bytes);
+  EXPECT_EQ(after.stats.rehashes_started, before.stats.rehashes_started);
+  EXPECT_EQ(after.stats.rehash_steps, before.stats.rehash_steps);
+  EXPECT_EQ(after.stats.rehash_step_failures,
+            before.stats.rehash_step_failures);
+  EXPECT_EQ(after.stats.chain_compactions, before.stats.chain_compactions);
+  StableScanCursor cursor = before.cursor;  // still valid: nothing mutated
+  EXPECT_EQ(map.ScanStable(cursor, [](const Map::Entry&) {}), Outcome::kOk);
+}
+
+// Entry addresses in scan order: shows any slot that moved.
+std::vector<std::uintptr_t> ScanOrder(const Map& map) {
+  std::vector<std::uintptr_t> order;
+  std::uint64_t cursor = 0;
+  do {
+    cursor = map.Scan(
+        cursor, [&](const Map::Entry& e) { order.push_back(e.address()); });
+  } while (cursor != 0);
+  return order;
+}
+
+// X8: prefetch helpers are pure. Each hint leaves every observable of the
+// map as it was (rehash position, mutation count, stats, memory, slot
+// order), and a map given hints behaves exactly like one given none.
 TEST(ScanHashMapTest, X8PrefetchHelpersArePure) {
-  Map plain(Options());
-  Map hinted(Options());
+  Map plain(Options(/*max_exponent=*/6));  // capped: chains that compact
+  Map hinted(Options(/*max_exponent=*/6));
   std::mt19937_64 rng(8);
   for (int op = 0; op < 20000; ++op) {
     const std::string key = Key(rng() % 3000);
     const std::uint64_t h = hinted.HashOf(key);
-    hinted.PrefetchMetadata();
-    hinted.PrefetchBucket(h);
+    {
+      const Observables before(hinted);
+      const std::vector<std::uintptr_t> order =
+          op % 500 == 0 ? ScanOrder(hinted) : std::vector<std::uintptr_t>{};
+      hinted.PrefetchMetadata();
+      hinted.PrefetchBucket(h);
+      hinted.PrefetchBucket(hinted.HashOf(Key(rng() % 3000)));
+      ASSERT_NO_FATAL_FAILURE(ExpectSameObservables(hinted, before));
+      if (op % 500 == 0) {
+        ASSERT_EQ(ScanOrder(hinted), order);
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
     const int kind = static_cast<int>(rng() % 4);
     if (kind == 0 || kind == 1) {
       const auto a = plain.Upsert(key, Loc{std::uint64_t(op)});
       hinted.PrefetchBucket(h);
       const auto b = hinted.Upsert(key, Loc{std::uint64_t(op)});
-      ASSERT_EQ(a.ok(), b.ok());
+      ASSERT_EQ(a.outcome, b.outcome);
     } else if (kind == 2) {
       ASSERT_EQ(plain.Erase(key), hinted.Erase(key));
     } else {
@@ -411,9 +477,13 @@ TEST(ScanHashMapTest, X8PrefetchHelpersArePure) {
     }
     ASSERT_EQ(Peer::IsRehashing(plain), Peer::IsRehashing(hinted));
     ASSERT_EQ(Peer::RehashIndex(plain), Peer::RehashIndex(hinted));
+    ASSERT_EQ(Peer::Version(plain), Peer::Version(hinted));
   }
+  EXPECT_GT(hinted.stats().chain_compactions, 0u);
+  EXPECT_GT(hinted.stats().rehash_steps, 0u);
   EXPECT_EQ(Contents(plain), Contents(hinted));
   EXPECT_EQ(plain.stats().rehash_steps, hinted.stats().rehash_steps);
+  EXPECT_EQ(plain.stats().chain_compactions, hinted.stats().chain_compactions);
   EXPECT_EQ(plain.Memory().total_bytes, hinted.Memory().total_bytes);
   EXPECT_EQ(plain.exponent(), hinted.exponent());
   // FindBatch (which prefetches internally) agrees with Find, hits and misses.
@@ -421,7 +491,9 @@ TEST(ScanHashMapTest, X8PrefetchHelpersArePure) {
   for (int i = 0; i < 5000; ++i) keys.push_back(Key(i));
   std::vector<std::string_view> views(keys.begin(), keys.end());
   std::vector<const Map::Entry*> out(views.size());
+  const Observables before(hinted);
   hinted.FindBatch(views, out);
+  ExpectSameObservables(hinted, before);
   for (std::size_t i = 0; i < views.size(); ++i)
     EXPECT_EQ(out[i], hinted.Find(views[i]));
 }

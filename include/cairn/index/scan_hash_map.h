@@ -44,8 +44,8 @@
 // number of threads may run them concurrently with each other while no
 // mutating call runs (tested under TSan); a const call concurrent with a
 // mutating call is a data race. Callbacks passed to Scan and ScanStable must
-// not call mutating methods of the same map. The map does no locking and
-// never blocks. A map is neither copyable nor movable (entries and cursors
+// not call mutating methods of the same map. The map has no locks and no
+// synchronisation of its own. A map is neither copyable nor movable (entries and cursors
 // refer to it); hold it by value or through a pointer.
 //
 // Memory. Tables of 2 MiB or more and, past the first 2 MiB, arena slabs
