@@ -22,9 +22,11 @@
 // the code-only cairn::Status of the same code for hosts that want one. An
 // error outcome means the call changed nothing: same size, same entries at
 // the same addresses, same scan order, same memory held, and stable scan
-// cursors stay valid. For an allocation failure this holds because each
-// call acquires all the memory it needs before it changes anything, and
-// gives it back if a later acquisition fails.
+// cursors stay valid (only stats().rehash_step_failures may count a failed
+// Maintain). For an allocation failure this holds because each call
+// acquires all the memory it needs before it changes anything, and gives it
+// back if a later acquisition fails (tests/index/scan_hash_map_alloc_test.cc
+// fails every allocation of every call in turn).
 //
 // Resizing. The map grows x2 when more than 9/12 of its slots are used and
 // shrinks by half below 3/12. A resize is incremental: the old and the new
@@ -45,12 +47,14 @@
 // mutating call runs (tested under TSan); a const call concurrent with a
 // mutating call is a data race. Callbacks passed to Scan and ScanStable must
 // not call mutating methods of the same map. The map has no locks and no
-// synchronisation of its own. A map is neither copyable nor movable (entries and cursors
-// refer to it); hold it by value or through a pointer.
+// synchronisation of its own. A map is neither copyable nor movable
+// (entries and cursors refer to it); hold it by value or through a pointer.
 //
-// Memory. Tables of 2 MiB or more and, past the first 2 MiB, arena slabs
-// are requested 2 MiB-aligned; DefaultIndexAllocator maps those directly and
-// advises transparent huge pages (MADV_HUGEPAGE), which removes most TLB
+// Memory. All of it comes from the IndexAllocator in the options
+// (cairn/index/index_allocator.h). Const calls allocate nothing, from it or
+// from the heap. Tables of 2 MiB or more and, past the first 2 MiB, arena
+// slabs are requested 2 MiB-aligned; DefaultIndexAllocator maps those directly
+// and advises transparent huge pages (MADV_HUGEPAGE), which removes most TLB
 // misses from random lookups at millions of entries.
 //
 // Complexity. Find, Insert, Erase: O(1) expected (one bucket line plus one
