@@ -161,21 +161,24 @@ struct Storage {
 
 // What a ScanHashMap call did: one byte, never allocates. Each value equals
 // the StatusCode of the same name, so ToStatus() is a cast.
-enum class [[nodiscard]] ScanHashMapOutcome : std::uint8_t{
-    kOk = static_cast<std::uint8_t>(StatusCode::kOk),
-    // An empty key, a key over max_key_bytes, an entry over kMaxEntryBytes.
-    kInvalidArgument = static_cast<std::uint8_t>(StatusCode::kInvalidArgument),
-    // Erase, ReplaceValue: the key is absent.
-    kNotFound = static_cast<std::uint8_t>(StatusCode::kNotFound),
-    // Insert: the key is present.
-    kAlreadyExists = static_cast<std::uint8_t>(StatusCode::kAlreadyExists),
-    // The IndexAllocator returned null; the call changed nothing.
-    kResourceExhausted =
-        static_cast<std::uint8_t>(StatusCode::kResourceExhausted),
-    // ScanStable: the cursor is of another map or generation, or stale.
-    kFailedPrecondition =
-        static_cast<std::uint8_t>(StatusCode::kFailedPrecondition),
+// (clang-format misreads the attribute and mangles the braces.)
+// clang-format off
+enum class [[nodiscard]] ScanHashMapOutcome : std::uint8_t {
+  kOk = static_cast<std::uint8_t>(StatusCode::kOk),
+  // An empty key, a key over max_key_bytes, an entry over kMaxEntryBytes.
+  kInvalidArgument = static_cast<std::uint8_t>(StatusCode::kInvalidArgument),
+  // Erase, ReplaceValue: the key is absent.
+  kNotFound = static_cast<std::uint8_t>(StatusCode::kNotFound),
+  // Insert: the key is present.
+  kAlreadyExists = static_cast<std::uint8_t>(StatusCode::kAlreadyExists),
+  // The IndexAllocator returned null; the call changed nothing.
+  kResourceExhausted =
+      static_cast<std::uint8_t>(StatusCode::kResourceExhausted),
+  // ScanStable: the cursor is of another map or generation, or stale.
+  kFailedPrecondition =
+      static_cast<std::uint8_t>(StatusCode::kFailedPrecondition),
 };
+// clang-format on
 
 constexpr StatusCode ToStatusCode(ScanHashMapOutcome outcome) noexcept {
   return static_cast<StatusCode>(outcome);
