@@ -492,7 +492,8 @@ void Populate(Map& map, std::vector<std::string>& keys) {
 }
 
 TEST(ScanHashMapAllocTest, LookupsDoNotAllocate) {
-  Map map(Options(32, nullptr));
+  FailingAllocator allocator;  // passes every call through, and counts it
+  Map map(Options(32, &allocator));
   std::vector<std::string> keys;
   ASSERT_NO_FATAL_FAILURE(Populate(map, keys));
   std::vector<std::string_view> views(keys.begin(), keys.end());
@@ -536,9 +537,11 @@ TEST(ScanHashMapAllocTest, LookupsDoNotAllocate) {
     }
   };
   run();  // warm-up on this thread
+  const long calls = allocator.calls();
   testing::AllocationCounter allocs;
   run();
   EXPECT_EQ(allocs.count(), 0u);
+  EXPECT_EQ(allocator.calls(), calls);
   EXPECT_NE(sink, 0u);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     ASSERT_EQ(out[i], map.Find(keys[i]));
