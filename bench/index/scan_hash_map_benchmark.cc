@@ -30,6 +30,7 @@
 #include <benchmark/benchmark.h>
 
 #include "cairn/index/scan_hash_map.h"
+#include "testing/scan_hash_map_peer.h"
 
 namespace {
 
@@ -116,8 +117,8 @@ Fixture<M>& GetFixture(std::size_t population, std::size_t width,
       if (!f.map->Insert(std::string_view(key, width), Loc{i}).ok())
         std::abort();
     }
-    while (f.map->IsRehashing()) {
-      if (!f.map->Maintain().ok()) std::abort();
+    while (cairn::index_internal::ScanHashMapTestPeer::IsRehashing(*f.map)) {
+      if (f.map->Maintain() != cairn::ScanHashMapOutcome::kOk) std::abort();
     }
     f.reported_bytes_per_key =
         static_cast<double>(f.map->Memory().total_bytes) / population;
@@ -276,7 +277,9 @@ void FindAddressLoop(benchmark::State& state, std::size_t population,
     state.SkipWithError("receipt missed");
   state.SetItemsProcessed(state.iterations() * kOpsPerIteration);
   state.counters["chain_buckets_per_head"] =
-      static_cast<double>(map.chain_buckets()) / (1u << max_exponent);
+      static_cast<double>(
+          cairn::index_internal::ScanHashMapTestPeer::ChainBuckets(map)) /
+      (1u << max_exponent);
 }
 
 // "<prefix>/<population>/<width>" without std::string operator+ (GCC 12

@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "cairn/index/index_allocator.h"
 #include "cairn/index/internal/arena.h"
 #include "cairn/index/scan_hash_map.h"
 

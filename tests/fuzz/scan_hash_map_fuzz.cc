@@ -19,6 +19,7 @@ struct Loc {
   std::uint64_t offset;
 };
 using Map = cairn::ScanHashMap<Loc>;
+using Outcome = cairn::ScanHashMapOutcome;
 
 class ScriptedAllocator final : public cairn::IndexAllocator {
  public:
@@ -67,13 +68,12 @@ void Check(const Map& map,
   cairn::StableScanCursor cursor = map.StableScanBegin();
   while (!cursor.done) {
     Require(map.ScanStable(
-                   cursor,
-                   [&](const Map::Entry& e) {
-                     ++emitted;
-                     Require(model.count(std::string(e.key())) == 1);
-                   },
-                   64)
-                .ok());
+                cursor,
+                [&](const Map::Entry& e) {
+                  ++emitted;
+                  Require(model.count(std::string(e.key())) == 1);
+                },
+                64) == Outcome::kOk);
   }
   Require(emitted == model.size());
 }
@@ -111,42 +111,55 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
         const bool valid = !key.empty() && key.size() <= 64;
         if (r.ok()) {
           Require(valid && model.emplace(key, value).second);
-        } else if (r.status().code() == cairn::StatusCode::kAlreadyExists) {
-          Require(model.count(key) == 1);
-        } else if (r.status().code() == cairn::StatusCode::kInvalidArgument) {
-          Require(!valid);
+          Require(r.entry == map.Find(key));
+        } else if (r.outcome == Outcome::kAlreadyExists) {
+          Require(model.count(key) == 1 && r.entry == map.Find(key));
+        } else if (r.outcome == Outcome::kInvalidArgument) {
+          Require(!valid && r.entry == nullptr);
         } else {
-          Require(r.status().code() == cairn::StatusCode::kResourceExhausted);
-          Require(model.count(key) == 0);
+          Require(r.outcome == Outcome::kResourceExhausted);
+          Require(model.count(key) == 0 && r.entry == nullptr);
+          Require(map.Find(key) == nullptr && map.size() == model.size());
         }
         break;
       }
       case 3:
       case 4: {
         auto r = map.Upsert(key, Loc{value});
-        if (r.ok()) model[key] = value;
+        if (r.ok()) {
+          model[key] = value;
+        } else {
+          Require(r.outcome == Outcome::kInvalidArgument ||
+                  (r.outcome == Outcome::kResourceExhausted &&
+                   model.count(key) == 0 && map.Find(key) == nullptr));
+        }
         break;
       }
       case 5:
       case 6:
       case 7: {
-        const bool erased = map.Erase(key).ok();
+        const bool erased = map.Erase(key) == Outcome::kOk;
         Require(erased == (model.erase(key) == 1));
         break;
       }
       case 8: {
-        const bool replaced = map.ReplaceValue(key, Loc{value}).ok();
+        const bool replaced = map.ReplaceValue(key, Loc{value}) == Outcome::kOk;
         auto it = model.find(key);
         Require(replaced == (it != model.end()));
         if (replaced) it->second = value;
         break;
       }
-      case 9:
-        map.Maintain(1 + k % 4).IgnoreError();
+      case 9: {
+        const Outcome o = map.Maintain(1 + k % 4);
+        Require(o == Outcome::kOk || o == Outcome::kResourceExhausted);
         break;
-      case 10:
-        map.PreallocateForExpectedSize(k * 4).IgnoreError();
+      }
+      case 10: {
+        const Outcome o = map.PreallocateForExpectedSize(k * 4);
+        Require(o == Outcome::kOk || o == Outcome::kResourceExhausted);
+        Require(map.size() == model.size());
         break;
+      }
       case 11: {
         std::uint64_t cursor = k;
         for (int i = 0; i < 4; ++i)

@@ -39,16 +39,16 @@ void CheckEqual(const Map& map,
   std::size_t emitted = 0;
   StableScanCursor cursor = map.StableScanBegin();
   while (!cursor.done) {
-    ASSERT_TRUE(map.ScanStable(
-                       cursor,
-                       [&](const Map::Entry& e) {
-                         ++emitted;
-                         auto it = model.find(std::string(e.key()));
-                         ASSERT_NE(it, model.end()) << e.key();
-                         ASSERT_EQ(it->second, e.value().offset);
-                       },
-                       256)
-                    .ok());
+    ASSERT_EQ(map.ScanStable(
+                  cursor,
+                  [&](const Map::Entry& e) {
+                    ++emitted;
+                    auto it = model.find(std::string(e.key()));
+                    ASSERT_NE(it, model.end()) << e.key();
+                    ASSERT_EQ(it->second, e.value().offset);
+                  },
+                  256),
+              Outcome::kOk);
   }
   ASSERT_EQ(emitted, model.size());
 }
@@ -81,28 +81,32 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
         if (r.ok()) {
           ASSERT_FALSE(present);
           model.emplace(key, value);
-          ASSERT_EQ((*r)->key(), key);
-        } else if (r.status().code() == StatusCode::kAlreadyExists) {
+          ASSERT_EQ(r.entry->key(), key);
+        } else if (r.outcome == Outcome::kAlreadyExists) {
           ASSERT_TRUE(present);
+          ASSERT_EQ(r.entry, map.Find(key));
+          ASSERT_EQ(r.entry->value().offset, model[key]);
         } else {
-          ASSERT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+          ASSERT_EQ(r.outcome, Outcome::kResourceExhausted);
           ASSERT_FALSE(present);
+          ASSERT_EQ(r.entry, nullptr);
+          ASSERT_EQ(map.Find(key), nullptr);
         }
       } else if (kind < 45) {
         auto r = map.Upsert(key, Loc{value});
         if (r.ok()) {
           model[key] = value;
         } else {
-          ASSERT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+          ASSERT_EQ(r.outcome, Outcome::kResourceExhausted);
           ASSERT_EQ(model.count(key), 0u);
         }
       } else if (kind < 75) {
-        Status s = map.Erase(key);
-        ASSERT_EQ(s.ok(), model.erase(key) == 1) << s.ToString();
+        const Outcome s = map.Erase(key);
+        ASSERT_EQ(s == Outcome::kOk, model.erase(key) == 1) << s;
       } else if (kind < 80) {
-        Status s = map.ReplaceValue(key, Loc{value});
+        const Outcome s = map.ReplaceValue(key, Loc{value});
         auto it = model.find(key);
-        ASSERT_EQ(s.ok(), it != model.end());
+        ASSERT_EQ(s == Outcome::kOk, it != model.end());
         if (it != model.end()) it->second = value;
       } else if (kind < 95) {
         const Map::Entry* e = map.Find(key);
@@ -112,8 +116,8 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
           ASSERT_EQ(e->value().offset, it->second);
         }
       } else if (kind < 98) {
-        Status s = map.Maintain(1 + rng() % 8);
-        ASSERT_TRUE(s.ok() || s.code() == StatusCode::kResourceExhausted);
+        const Outcome s = map.Maintain(1 + rng() % 8);
+        ASSERT_TRUE(s == Outcome::kOk || s == Outcome::kResourceExhausted);
       } else {
         std::vector<std::string> keys;
         for (int i = 0; i < 40; ++i) {
@@ -135,13 +139,13 @@ void RunDifferential(std::uint64_t seed, const Variant& variant, int ops) {
     }
     allocator.Heal();
     ASSERT_NO_FATAL_FAILURE(CheckEqual(map, model));
-    while (map.IsRehashing()) ASSERT_TRUE(map.Maintain().ok());
+    while (Peer::IsRehashing(map)) ASSERT_EQ(map.Maintain(), Outcome::kOk);
     ASSERT_NO_FATAL_FAILURE(CheckEqual(map, model));
     // Drain: erase everything; the map shrinks back and stays consistent.
     std::vector<std::string> keys;
     for (const auto& [key, value] : model) keys.push_back(key);
     for (const auto& key : keys) {
-      ASSERT_TRUE(map.Erase(key).ok());
+      ASSERT_EQ(map.Erase(key), Outcome::kOk);
       model.erase(key);
     }
     ASSERT_NO_FATAL_FAILURE(CheckEqual(map, model));
@@ -199,7 +203,7 @@ TEST(ScanHashMapStressTest, ScanUnderChurnEmitsStableEntries) {
           ASSERT_TRUE(map.Upsert(churn.back(), Loc{1}).ok());
         } else {
           const std::size_t victim = rng() % churn.size();
-          ASSERT_TRUE(map.Erase(churn[victim]).ok());
+          ASSERT_EQ(map.Erase(churn[victim]), Outcome::kOk);
           churn[victim] = churn.back();
           churn.pop_back();
         }

@@ -8,12 +8,24 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <random>
 #include <string>
 
 #include "cairn/index/scan_hash_map.h"
+#include "testing/scan_hash_map_peer.h"
+
+namespace cairn {
+// Prints outcomes by name in test failure messages (found by ADL).
+inline std::ostream& operator<<(std::ostream& os, ScanHashMapOutcome outcome) {
+  return os << StatusCodeName(ToStatusCode(outcome));
+}
+}  // namespace cairn
 
 namespace cairn::index_test {
+
+using Outcome = ScanHashMapOutcome;
+using Peer = index_internal::ScanHashMapTestPeer;
 
 struct Loc {
   std::uint64_t offset;

@@ -14,12 +14,30 @@
 // e bits, with e capped at 32 so index bits and tag bits never overlap. A full
 // bucket chains to overflow buckets from a pool; erase compacts the chain.
 //
+// Results. No call throws, and none allocates to report an outcome. Every
+// mutator returns a ScanHashMapOutcome, a one-byte enum (kOk, kNotFound,
+// kAlreadyExists, kInvalidArgument, kResourceExhausted); Insert and Upsert
+// return it with the entry (ScanHashMapInsertResult); ScanStable returns
+// one too (kFailedPrecondition for a stale cursor). ToStatus(outcome) gives
+// the code-only cairn::Status of the same code for hosts that want one. An
+// error outcome means the call changed nothing: same size, same entries at
+// the same addresses, same scan order, same memory held, and stable scan
+// cursors stay valid (only stats().rehash_step_failures may count a failed
+// Maintain). For an allocation failure this holds because each call
+// acquires all the memory it needs before it changes anything, and gives it
+// back if a later acquisition fails (tests/index/scan_hash_map_alloc_test.cc
+// fails every allocation of every call in turn).
+//
 // Resizing. The map grows x2 when more than 9/12 of its slots are used and
 // shrinks by half below 3/12. A resize is incremental: the old and the new
-// table coexist, and each Insert/Upsert/Erase moves one old bucket chain
-// (Maintain() moves more during idle time). A step first plans and reserves
-// the overflow buckets it needs and only then moves handles, so an allocation
-// failure leaves the map exactly as it was. Lookups never step the rehash.
+// table coexist, and each successful Insert/Upsert/Erase moves one old bucket
+// chain (Maintain() moves more during idle time). A step first plans and
+// reserves the overflow buckets it needs and only then moves handles, so a
+// step that cannot allocate changes nothing. Such side work never fails the
+// mutation that triggered it: it is counted (stats().rehash_step_failures)
+// and retried by the next mutation; Maintain() reports it as
+// kResourceExhausted. A map whose grow keeps failing stays correct, with
+// longer chains. Lookups never step the rehash.
 //
 // Thread safety. A map is owned by one thread (the owner). Every mutating call
 // (Insert, Upsert, Erase, ReplaceValue, Maintain, PreallocateForExpectedSize,
@@ -28,13 +46,15 @@
 // number of threads may run them concurrently with each other while no
 // mutating call runs (tested under TSan); a const call concurrent with a
 // mutating call is a data race. Callbacks passed to Scan and ScanStable must
-// not call mutating methods of the same map. The map does no locking and
-// never blocks. A map is neither copyable nor movable (entries and cursors
-// refer to it); hold it by value or through a pointer.
+// not call mutating methods of the same map. The map has no locks and no
+// synchronisation of its own. A map is neither copyable nor movable
+// (entries and cursors refer to it); hold it by value or through a pointer.
 //
-// Memory. Tables of 2 MiB or more and, past the first 2 MiB, arena slabs
-// are requested 2 MiB-aligned; DefaultIndexAllocator maps those directly and
-// advises transparent huge pages (MADV_HUGEPAGE), which removes most TLB
+// Memory. All of it comes from the IndexAllocator in the options
+// (cairn/index/index_allocator.h). Const calls allocate nothing, from it or
+// from the heap. Tables of 2 MiB or more and, past the first 2 MiB, arena
+// slabs are requested 2 MiB-aligned; DefaultIndexAllocator maps those directly
+// and advises transparent huge pages (MADV_HUGEPAGE), which removes most TLB
 // misses from random lookups at millions of entries.
 //
 // Complexity. Find, Insert, Erase: O(1) expected (one bucket line plus one
@@ -45,6 +65,7 @@
 #ifndef CAIRN_INDEX_SCAN_HASH_MAP_H_
 #define CAIRN_INDEX_SCAN_HASH_MAP_H_
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +79,7 @@
 #include "cairn/base/check.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
+#include "cairn/index/index_allocator.h"
 #include "cairn/index/internal/arena.h"
 #include "cairn/index/internal/bucket.h"
 
@@ -71,6 +93,10 @@ std::uint64_t HashKey(std::string_view key, std::uint64_t seed) noexcept;
 std::uint64_t RandomSeed() noexcept;
 // A process-unique map id (never 0).
 std::uint64_t NextMapId() noexcept;
+
+// Test-only access to a map's rehash position and chain count; defined in
+// the tests (tests/testing/scan_hash_map_peer.h), not part of the API.
+class ScanHashMapTestPeer;
 
 inline std::uint64_t ReverseBits(std::uint64_t v) noexcept {
   v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
@@ -133,6 +159,35 @@ struct Storage {
 
 }  // namespace index_internal
 
+// What a ScanHashMap call did: one byte, never allocates. Each value equals
+// the StatusCode of the same name, so ToStatus() is a cast.
+// (clang-format misreads the attribute and mangles the braces.)
+// clang-format off
+enum class [[nodiscard]] ScanHashMapOutcome : std::uint8_t {
+  kOk = static_cast<std::uint8_t>(StatusCode::kOk),
+  // An empty key, a key over max_key_bytes, an entry over kMaxEntryBytes.
+  kInvalidArgument = static_cast<std::uint8_t>(StatusCode::kInvalidArgument),
+  // Erase, ReplaceValue: the key is absent.
+  kNotFound = static_cast<std::uint8_t>(StatusCode::kNotFound),
+  // Insert: the key is present.
+  kAlreadyExists = static_cast<std::uint8_t>(StatusCode::kAlreadyExists),
+  // The IndexAllocator returned null; the call changed nothing.
+  kResourceExhausted =
+      static_cast<std::uint8_t>(StatusCode::kResourceExhausted),
+  // ScanStable: the cursor is of another map or generation, or stale.
+  kFailedPrecondition =
+      static_cast<std::uint8_t>(StatusCode::kFailedPrecondition),
+};
+// clang-format on
+
+constexpr StatusCode ToStatusCode(ScanHashMapOutcome outcome) noexcept {
+  return static_cast<StatusCode>(outcome);
+}
+// A code-only Status (never allocates), for hosts that want one.
+inline Status ToStatus(ScanHashMapOutcome outcome) noexcept {
+  return Status(ToStatusCode(outcome));
+}
+
 struct ScanHashMapOptions {
   // Longest accepted key (at most 65535); longer keys get kInvalidArgument.
   std::size_t max_key_bytes = 1024;
@@ -157,7 +212,10 @@ struct ScanHashMapMemory {
 struct ScanHashMapStats {
   std::uint64_t rehashes_started = 0;
   std::uint64_t rehash_steps = 0;
-  std::uint64_t rehash_step_failures = 0;  // allocation failures, retried later
+  // Resize work (starting a resize, or one rehash step) that could not
+  // allocate. Such work changes nothing and is retried by a later mutation
+  // or Maintain().
+  std::uint64_t rehash_step_failures = 0;
   std::uint64_t chain_compactions = 0;
 };
 
@@ -218,6 +276,16 @@ class ScanHashMapEntry {
   std::uint16_t key_size_;
 };
 
+// What Insert and Upsert return. `entry` is the entry written (kOk), the
+// entry already holding the key (Insert's kAlreadyExists), else null.
+template <typename Value>
+struct [[nodiscard]] ScanHashMapInsertResult {
+  ScanHashMapEntry<Value>* entry = nullptr;
+  ScanHashMapOutcome outcome = ScanHashMapOutcome::kOk;
+
+  bool ok() const noexcept { return outcome == ScanHashMapOutcome::kOk; }
+};
+
 // A population taken out of a map by Detach(). It keeps every entry address
 // valid until destroyed, so receipts of the old generation can still be
 // compared (never dereferenced through the map). Thread safety: a plain
@@ -255,6 +323,8 @@ class ScanHashMap {
 
  public:
   using Entry = ScanHashMapEntry<Value>;
+  using Outcome = ScanHashMapOutcome;
+  using InsertResult = ScanHashMapInsertResult<Value>;
   using Bucket = index_internal::Bucket;
   using Table = index_internal::Table;
 
@@ -415,41 +485,50 @@ class ScanHashMap {
   }
 
   // --- Mutations (owner-only) -----------------------------------------------
+  //
+  // An error outcome means the call changed nothing (see the top of this
+  // file). A successful Insert, Upsert or Erase then moves one bucket chain
+  // of a resize in progress, or starts a resize the new size calls for;
+  // that side work, if it cannot allocate, is left for later and does not
+  // change the call's outcome.
 
-  // Inserts key -> value. kAlreadyExists if present, kInvalidArgument for an
-  // empty key, a key over max_key_bytes or an entry over kMaxEntryBytes,
-  // kResourceExhausted if an allocation failed (map unchanged). May allocate;
-  // steps the rehash by one chain.
-  Result<Entry*> Insert(std::string_view key, const Value& value) noexcept {
-    CAIRN_RETURN_IF_ERROR(ValidateKey(key));
+  // Inserts key -> value. kAlreadyExists (with the present entry) if the key
+  // is present, kInvalidArgument for an empty key, a key over max_key_bytes
+  // or an entry over kMaxEntryBytes, kResourceExhausted if an allocation
+  // failed. May allocate.
+  InsertResult Insert(std::string_view key, const Value& value) noexcept {
+    if (const Outcome invalid = ValidateKey(key); invalid != Outcome::kOk) {
+      return {nullptr, invalid};
+    }
     const std::uint64_t hash = HashOf(key);
-    StepForMutation();
-    if (Find(key, hash) != nullptr) return AlreadyExistsError("key present");
+    if (const Entry* found = Find(key, hash)) {
+      return {const_cast<Entry*>(found), Outcome::kAlreadyExists};
+    }
     return InsertNew(key, hash, value);
   }
 
-  // Inserts or replaces the value. Same errors as Insert except
-  // kAlreadyExists. May allocate (only for a new key); steps the rehash by
-  // one chain.
-  Result<Entry*> Upsert(std::string_view key, const Value& value) noexcept {
-    CAIRN_RETURN_IF_ERROR(ValidateKey(key));
+  // Inserts or replaces the value. Same outcomes as Insert except
+  // kAlreadyExists. May allocate (only for a new key).
+  InsertResult Upsert(std::string_view key, const Value& value) noexcept {
+    if (const Outcome invalid = ValidateKey(key); invalid != Outcome::kOk) {
+      return {nullptr, invalid};
+    }
     const std::uint64_t hash = HashOf(key);
-    StepForMutation();
     if (const Entry* found = Find(key, hash)) {
       Entry* entry = const_cast<Entry*>(found);
       entry->value_ = value;
       ++version_;
-      return entry;
+      StepRehash();
+      return {entry, Outcome::kOk};
     }
     return InsertNew(key, hash, value);
   }
 
   // Erases `key`; kNotFound if absent. Frees its arena block (the address may
-  // be reused by a later insert), compacts the chain, may start a shrink.
-  // Never fails on allocation; steps the rehash by one chain.
-  Status Erase(std::string_view key) noexcept {
+  // be reused by a later insert) and compacts the chain; may start a shrink.
+  // Never fails for lack of memory.
+  Outcome Erase(std::string_view key) noexcept {
     const std::uint64_t hash = HashOf(key);
-    StepForMutation();
     const std::uint32_t h32 = Hash32(hash);
     const std::uint8_t tag = TagOf(hash);
     int which[2];
@@ -471,50 +550,59 @@ class ScanHashMap {
           --storage_.size;
           ++version_;
           CompactChain(*head);
+          StepRehash();
           MaybeStartResize();
-          return Status::Ok();
+          return Outcome::kOk;
         }
       }
     }
-    return NotFoundError("key absent");
+    return Outcome::kNotFound;
   }
 
   // Replaces the value of an existing key; kNotFound if absent. Never
   // allocates, never steps the rehash.
-  Status ReplaceValue(std::string_view key, const Value& value) noexcept {
+  Outcome ReplaceValue(std::string_view key, const Value& value) noexcept {
     Entry* entry = Find(key);
-    if (entry == nullptr) return NotFoundError("key absent");
+    if (entry == nullptr) return Outcome::kNotFound;
     entry->value_ = value;
     ++version_;
-    return Status::Ok();
+    return Outcome::kOk;
   }
 
-  // Idle-time work: starts a pending resize and moves up to `max_steps`
-  // bucket chains. kResourceExhausted if an allocation failed (map intact).
-  Status Maintain(std::size_t max_steps = 64) noexcept {
-    MaybeStartResize();
+  // Idle-time work: starts a resize the size calls for, then moves up to
+  // `max_steps` bucket chains. Each unit of work is all or nothing; at the
+  // first that cannot allocate, Maintain stops and returns
+  // kResourceExhausted (that unit changed nothing; earlier ones are kept).
+  Outcome Maintain(std::size_t max_steps = 64) noexcept {
+    if (!MaybeStartResize()) return Outcome::kResourceExhausted;
     for (std::size_t i = 0; i < max_steps && storage_.rehashing; ++i) {
-      CAIRN_RETURN_IF_ERROR(RehashStep());
+      if (!RehashStep()) {
+        ++stats_.rehash_step_failures;
+        return Outcome::kResourceExhausted;
+      }
     }
-    return Status::Ok();
+    return Outcome::kOk;
   }
 
-  // Sizes the table so that inserting `expected` entries triggers no rehash
-  // (X9). May allocate; finishes any rehash in progress first and runs the
-  // resize to completion, so O(size) when the map is not empty.
-  // kResourceExhausted on allocation failure (map intact, possibly mid-rehash).
-  Status PreallocateForExpectedSize(std::size_t expected) noexcept {
+  // Sizes the table so that inserting entries up to a size of `expected`
+  // triggers no rehash (X9). May allocate. On a populated map it moves every
+  // entry into the new table at once (O(size)), finishing any resize in
+  // progress. kResourceExhausted if an allocation failed: the map changed
+  // nothing (all memory is acquired before anything moves).
+  Outcome PreallocateForExpectedSize(std::size_t expected) noexcept {
     int target = 0;
     while (target < max_exponent_ && expected > (std::uint64_t{9} << target)) {
       ++target;
     }
-    while (storage_.rehashing) CAIRN_RETURN_IF_ERROR(RehashStep());
     Table& t0 = storage_.tables[0];
-    if (!t0.present()) return AllocateTable(t0, target);
-    if (t0.exponent >= target) return Status::Ok();
-    CAIRN_RETURN_IF_ERROR(StartRehash(target));
-    while (storage_.rehashing) CAIRN_RETURN_IF_ERROR(RehashStep());
-    return Status::Ok();
+    if (!t0.present()) {
+      return AllocateTable(t0, target) ? Outcome::kOk
+                                       : Outcome::kResourceExhausted;
+    }
+    if (!storage_.rehashing && t0.exponent >= target) return Outcome::kOk;
+    return MigrateAll(std::max(target, exponent()))
+               ? Outcome::kOk
+               : Outcome::kResourceExhausted;
   }
 
   // Takes the whole population out of the map; the map is empty afterwards
@@ -568,11 +656,11 @@ class ScanHashMap {
   // kFailedPrecondition (nothing emitted) if the cursor belongs to another
   // map or generation, or the map was mutated since StableScanBegin.
   template <typename Fn>
-  Status ScanStable(StableScanCursor& cursor, Fn&& fn,
-                    std::size_t max_buckets = 1) const {
+  Outcome ScanStable(StableScanCursor& cursor, Fn&& fn,
+                     std::size_t max_buckets = 1) const {
     if (cursor.map_id != map_id_ || cursor.generation != generation_ ||
         cursor.version != version_) {
-      return FailedPreconditionError("stable scan cursor is stale");
+      return Outcome::kFailedPrecondition;
     }
     for (std::size_t n = 0; n < max_buckets && !cursor.done;) {
       const Table& table = storage_.tables[cursor.table];
@@ -589,7 +677,7 @@ class ScanHashMap {
       ++cursor.bucket;
       ++n;
     }
-    return Status::Ok();
+    return Outcome::kOk;
   }
 
   // --- Introspection (const) ------------------------------------------------
@@ -598,14 +686,9 @@ class ScanHashMap {
   bool empty() const noexcept { return storage_.size == 0; }
   std::uint64_t generation() const noexcept { return generation_; }
   std::uint64_t seed() const noexcept { return seed_; }
-  bool IsRehashing() const noexcept { return storage_.rehashing; }
-  std::uint64_t RehashIndex() const noexcept { return storage_.rehash_index; }
   // Exponent of the table new entries go to (-1: no table yet).
   int exponent() const noexcept {
     return storage_.tables[storage_.rehashing ? 1 : 0].exponent;
-  }
-  std::size_t chain_buckets() const noexcept {
-    return storage_.pool.used_count();
   }
   std::size_t max_key_bytes() const noexcept { return max_key_bytes_; }
   const ScanHashMapStats& stats() const noexcept { return stats_; }
@@ -621,15 +704,14 @@ class ScanHashMap {
   }
 
  private:
-  Status ValidateKey(std::string_view key) const noexcept {
-    if (key.empty()) return InvalidArgumentError("empty key");
-    if (key.size() > max_key_bytes_) {
-      return InvalidArgumentError("key over the configured limit");
+  friend class index_internal::ScanHashMapTestPeer;
+
+  Outcome ValidateKey(std::string_view key) const noexcept {
+    if (key.empty() || key.size() > max_key_bytes_ ||
+        Entry::BytesFor(key.size()) > kMaxEntryBytes) {
+      return Outcome::kInvalidArgument;
     }
-    if (Entry::BytesFor(key.size()) > kMaxEntryBytes) {
-      return InvalidArgumentError("entry over the arena's largest class");
-    }
-    return Status::Ok();
+    return Outcome::kOk;
   }
 
   std::uintptr_t AddressOf(std::uint32_t handle) const noexcept {
@@ -721,21 +803,32 @@ class ScanHashMap {
     return index_internal::ReverseBits(cursor);
   }
 
-  Status AllocateTable(Table& table, int exponent) noexcept {
+  bool AllocateTable(Table& table, int exponent) noexcept {
     const std::size_t bytes = (std::size_t{1} << exponent) * sizeof(Bucket);
     void* memory =
         allocator_->Allocate(bytes, index_internal::TableAlignment(bytes));
-    if (memory == nullptr) return ResourceExhaustedError("bucket table");
+    if (memory == nullptr) return false;
     std::memset(memory, 0, bytes);
     table.buckets = static_cast<Bucket*>(memory);
     table.exponent = exponent;
     table.used = 0;
-    return Status::Ok();
+    return true;
+  }
+
+  // True if the chain at `index` has a free slot (Place needs no bucket).
+  bool ChainHasRoom(const Table& table, std::uint32_t index) const noexcept {
+    for (const Bucket* b = &table.buckets[index]; b != nullptr; b = Child(*b)) {
+      if (index_internal::OccupiedSlots(*b) != index_internal::kAllSlotsMask) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // Puts (tag, handle) in the first free slot of the chain at `index`,
-  // extending the chain if needed. False if the pool could not allocate.
-  bool Place(Table& table, std::uint32_t index, std::uint8_t tag,
+  // extending the chain by one pool bucket if it is full. The caller has
+  // reserved that bucket (checked).
+  void Place(Table& table, std::uint32_t index, std::uint8_t tag,
              std::uint32_t handle) noexcept {
     Bucket* b = &table.buckets[index];
     for (;;) {
@@ -745,90 +838,107 @@ class ScanHashMap {
         const int slot = std::countr_zero(free);
         b->tags[slot] = tag;
         b->handles[slot] = handle;
-        return true;
+        return;
       }
       if (b->child == 0) {
         const std::uint32_t id = storage_.pool.Acquire();
-        if (id == 0) return false;
+        CAIRN_CHECK_MSG(id != 0, "ScanHashMap: overflow bucket not reserved");
         b->child = id;  // Acquire may not move existing buckets: chunked pool
       }
       b = &storage_.pool.Get(b->child);
     }
   }
 
-  Result<Entry*> InsertNew(std::string_view key, std::uint64_t hash,
-                           const Value& value) noexcept {
-    if (!storage_.tables[0].present()) {
-      CAIRN_RETURN_IF_ERROR(AllocateTable(storage_.tables[0], 0));
+  // Inserts a key known to be absent. Acquires everything first (the first
+  // table, arena memory, an overflow bucket), each all or nothing, and gives
+  // back what it got if a later one fails; only then changes the map.
+  InsertResult InsertNew(std::string_view key, std::uint64_t hash,
+                         const Value& value) noexcept {
+    const bool first_table = !storage_.tables[0].present();
+    Table fresh;
+    if (first_table && !AllocateTable(fresh, 0)) {
+      return {nullptr, Outcome::kResourceExhausted};
     }
-    if (!storage_.rehashing) {
-      const Table& t0 = storage_.tables[0];
-      if (storage_.size + 1 > (std::uint64_t{9} << t0.exponent) &&
-          t0.exponent < max_exponent_) {
-        // A failed grow is not an error: the entry still fits in a chain and
-        // the grow is retried by the next mutation.
-        if (!StartRehash(t0.exponent + 1).ok()) ++stats_.rehash_step_failures;
-      }
-    }
+    const int target = storage_.rehashing ? 1 : 0;
+    const Table& route = first_table ? fresh : storage_.tables[target];
+    const std::uint32_t index = Hash32(hash) & route.mask();
     const std::size_t bytes = Entry::BytesFor(key.size());
+    index_internal::EntryArena::Growth growth;
+    if (!storage_.arena.Prepare(bytes, growth)) {
+      storage_.FreeTable(fresh);
+      return {nullptr, Outcome::kResourceExhausted};
+    }
+    if (!ChainHasRoom(route, index) && !storage_.pool.Reserve(1)) {
+      storage_.arena.Abandon(growth);
+      storage_.FreeTable(fresh);
+      return {nullptr, Outcome::kResourceExhausted};
+    }
+    // Nothing below can fail.
+    if (first_table) storage_.tables[0] = std::exchange(fresh, Table{});
+    storage_.arena.Commit(growth);
     const std::uint32_t handle = storage_.arena.Allocate(bytes);
-    if (handle == 0) return ResourceExhaustedError("entry arena");
     void* memory = storage_.arena.Address(handle);
     Entry* entry =
         new (memory) Entry(value, static_cast<std::uint16_t>(key.size()));
     std::memcpy(static_cast<char*>(memory) + Entry::kKeyOffset, key.data(),
                 key.size());
-    Table& target = storage_.tables[storage_.rehashing ? 1 : 0];
-    if (!Place(target, Hash32(hash) & target.mask(), TagOf(hash), handle)) {
-      storage_.arena.Free(handle, bytes);
-      return ResourceExhaustedError("overflow bucket");
-    }
-    ++target.used;
+    Table& table = storage_.tables[target];
+    Place(table, index, TagOf(hash), handle);
+    ++table.used;
     ++storage_.size;
     ++version_;
-    return entry;
+    StepRehash();
+    MaybeStartResize(/*grow_only=*/true);
+    return {entry, Outcome::kOk};
   }
 
-  void StepForMutation() noexcept {
-    if (storage_.rehashing && !RehashStep().ok()) ++stats_.rehash_step_failures;
+  // The side work of a successful mutation: one rehash step.
+  void StepRehash() noexcept {
+    if (storage_.rehashing && !RehashStep()) ++stats_.rehash_step_failures;
   }
 
-  void MaybeStartResize() noexcept {
-    if (storage_.rehashing) return;
+  // Starts the resize the size calls for, if any and none is running (an
+  // insert only grows: a preallocated map must not shrink while it fills).
+  // False (counted, nothing changed) if its table could not be allocated.
+  bool MaybeStartResize(bool grow_only = false) noexcept {
+    if (storage_.rehashing) return true;
     const Table& t0 = storage_.tables[0];
-    if (!t0.present()) return;
+    if (!t0.present()) return true;
     const int e = t0.exponent;
     int target = e;
     if (storage_.size > (std::uint64_t{9} << e) && e < max_exponent_) {
       target = e + 1;
-    } else if (e > 0 && storage_.size < (std::uint64_t{3} << e)) {
+    } else if (!grow_only && e > 0 && storage_.size < (std::uint64_t{3} << e)) {
       target = e - 1;
     }
-    if (target != e && !StartRehash(target).ok()) ++stats_.rehash_step_failures;
+    if (target == e || StartRehash(target)) return true;
+    ++stats_.rehash_step_failures;
+    return false;
   }
 
-  Status StartRehash(int exponent) noexcept {
+  bool StartRehash(int exponent) noexcept {
     CAIRN_DCHECK(!storage_.rehashing);
     Table fresh;
-    CAIRN_RETURN_IF_ERROR(AllocateTable(fresh, exponent));
+    if (!AllocateTable(fresh, exponent)) return false;
     ++stats_.rehashes_started;
     ++version_;
     Table& t0 = storage_.tables[0];
     if (t0.used == 0) {  // nothing to move: switch at once
       storage_.FreeTable(t0);
       t0 = fresh;
-      return Status::Ok();
+      return true;
     }
     storage_.tables[1] = fresh;
     storage_.rehashing = true;
     storage_.rehash_index = 0;
-    return Status::Ok();
+    return true;
   }
 
   // Moves the chain at rehash_index from the old table to the new one. Plans
   // first: counts, per destination chain, the slots it needs and reserves
-  // the overflow buckets; only then moves handles (which cannot fail).
-  Status RehashStep() noexcept {
+  // the overflow buckets (all or nothing); only then moves handles, which
+  // cannot fail. False, with nothing changed, if the reservation failed.
+  bool RehashStep() noexcept {
     Table& from = storage_.tables[0];
     Table& to = storage_.tables[1];
     Bucket* head = &from.buckets[storage_.rehash_index];
@@ -872,25 +982,17 @@ class ScanHashMap {
         }
       }
     }
-    if (!storage_.pool.Reserve(needed)) {
-      return ResourceExhaustedError("overflow buckets for a rehash step");
-    }
+    if (!storage_.pool.Reserve(needed)) return false;
     for (Bucket* b = head; b != nullptr; b = MutableChild(*b)) {
       for (int i = 0; i < index_internal::kSlotsPerBucket; ++i) {
         const std::uint32_t handle = b->handles[i];
         if (handle == 0) continue;
         const std::uint32_t index =
             Hash32(HashOf(EntryAt(handle)->key())) & to.mask();
-        const bool placed = Place(to, index, b->tags[i], handle);
-        CAIRN_CHECK(placed);  // reserved above
+        Place(to, index, b->tags[i], handle);
       }
     }
-    std::uint32_t child = head->child;
-    while (child != 0) {
-      const std::uint32_t next = storage_.pool.Get(child).child;
-      storage_.pool.Release(child);
-      child = next;
-    }
+    ReleaseOverflow(*head);
     index_internal::ClearBucket(*head);
     from.used -= moving;
     to.used += moving;
@@ -902,7 +1004,81 @@ class ScanHashMap {
       storage_.rehashing = false;
       storage_.rehash_index = 0;
     }
-    return Status::Ok();
+    return true;
+  }
+
+  // Returns the overflow buckets of the chain at `head` to the pool.
+  void ReleaseOverflow(Bucket& head) noexcept {
+    std::uint32_t child = head.child;
+    while (child != 0) {
+      const std::uint32_t next = storage_.pool.Get(child).child;
+      storage_.pool.Release(child);
+      child = next;
+    }
+    head.child = 0;
+  }
+
+  // Moves every entry into a fresh table of 2^exponent buckets at once
+  // (PreallocateForExpectedSize). Acquires the table and exactly the
+  // overflow buckets the new chains need before moving anything; false,
+  // with nothing changed, if either allocation failed.
+  bool MigrateAll(int exponent) noexcept {
+    Table fresh;
+    if (!AllocateTable(fresh, exponent)) return false;
+    const int tables = storage_.rehashing ? 2 : 1;
+    // Count the entries each new chain receives; the child words of the
+    // zeroed new table serve as counters.
+    for (int t = 0; t < tables; ++t) {
+      ForEachHandle(storage_.tables[t], [&](const Bucket&, int,
+                                            std::uint32_t h) {
+        ++fresh.buckets[Hash32(HashOf(EntryAt(h)->key())) & fresh.mask()].child;
+      });
+    }
+    std::size_t needed = 0;
+    for (std::uint64_t i = 0; i < fresh.bucket_count(); ++i) {
+      const std::uint32_t incoming = fresh.buckets[i].child;
+      // A fresh chain of n entries takes ceil(n / 12) - 1 overflow buckets.
+      if (incoming > index_internal::kSlotsPerBucket) {
+        needed += (incoming - 1) / index_internal::kSlotsPerBucket;
+      }
+      fresh.buckets[i].child = 0;
+    }
+    if (!storage_.pool.Reserve(needed)) {
+      storage_.FreeTable(fresh);
+      return false;
+    }
+    // Nothing below can fail.
+    for (int t = 0; t < tables; ++t) {
+      ForEachHandle(
+          storage_.tables[t], [&](const Bucket& b, int slot, std::uint32_t h) {
+            Place(fresh, Hash32(HashOf(EntryAt(h)->key())) & fresh.mask(),
+                  b.tags[slot], h);
+          });
+      Table& old = storage_.tables[t];
+      for (std::uint64_t i = 0; i < old.bucket_count(); ++i) {
+        ReleaseOverflow(old.buckets[i]);
+      }
+      storage_.FreeTable(old);
+    }
+    fresh.used = storage_.size;
+    storage_.tables[0] = fresh;
+    storage_.rehashing = false;
+    storage_.rehash_index = 0;
+    ++stats_.rehashes_started;
+    ++version_;
+    return true;
+  }
+
+  // fn(bucket, slot, handle) for every occupied slot of `table`.
+  template <typename Fn>
+  void ForEachHandle(const Table& table, Fn&& fn) const noexcept {
+    for (std::uint64_t i = 0; i < table.bucket_count(); ++i) {
+      for (const Bucket* b = &table.buckets[i]; b != nullptr; b = Child(*b)) {
+        for (int slot = 0; slot < index_internal::kSlotsPerBucket; ++slot) {
+          if (b->handles[slot] != 0) fn(*b, slot, b->handles[slot]);
+        }
+      }
+    }
   }
 
   std::uint32_t FreeSlots(const Table& table,

@@ -1,9 +1,13 @@
 // Copyright 2026 The cairn Authors.
 //
-// Memory machinery of ScanHashMap: the allocator hook, the entry arena
-// (stable addresses, 32-bit handles, size-class free lists) and the pool of
-// overflow buckets (32-bit child ids). Every allocation goes through an
-// IndexAllocator, so tests can make any of them fail.
+// Memory machinery of ScanHashMap: the entry arena (stable addresses, 32-bit
+// handles, size-class free lists) and the pool of overflow buckets (32-bit
+// child ids). Every allocation goes through an IndexAllocator
+// (cairn/index/index_allocator.h), so tests can make any of them fail.
+//
+// Failure atomicity: every call that allocates either succeeds or returns
+// failure with the object exactly as it was (the memory it got so far is
+// given back), so the map can promise that a failed call changes nothing.
 //
 // Thread safety: none; owned by one map (or one detached population).
 
@@ -18,23 +22,10 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/version.h"
+#include "cairn/index/index_allocator.h"
 #include "cairn/index/internal/bucket.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-// Where ScanHashMap gets its memory. Allocate returns nullptr on failure and
-// never throws; Deallocate receives the same size and alignment. The map
-// calls it only from its owner thread.
-class IndexAllocator {
- public:
-  virtual ~IndexAllocator() = default;
-  virtual void* Allocate(std::size_t bytes, std::size_t alignment) noexcept = 0;
-  virtual void Deallocate(void* pointer, std::size_t bytes,
-                          std::size_t alignment) noexcept = 0;
-};
-
-// The process allocator (aligned operator new, nothrow). Stateless.
-IndexAllocator* DefaultIndexAllocator() noexcept;
 
 namespace index_internal {
 
@@ -95,11 +86,92 @@ class EntryArena {
     return static_cast<std::uint32_t>((bytes + kGranule - 1) >> kGranuleShift);
   }
 
-  // A handle to `bytes` bytes (8-byte aligned), or 0 if the allocator failed
-  // or bytes exceeds kLargestClassBytes.
+  // Memory for one more slab (or slab group), taken from the allocator but
+  // not yet installed: Prepare fills it, then exactly one of Commit and
+  // Abandon consumes it. Lets the map acquire everything an insert needs
+  // before it changes anything.
+  struct Growth {
+    std::byte** directory = nullptr;  // a larger slab directory, or null
+    std::uint32_t capacity = 0;       // its entries
+    void* slabs = nullptr;            // the new slab memory, or null
+    std::uint32_t adding = 0;         // slabs in it
+  };
+
+  // True if Allocate(bytes) will succeed once `growth` is committed; takes
+  // from the allocator only what that needs (often nothing). On false
+  // nothing was taken. Changes no state of the arena.
+  bool Prepare(std::size_t bytes, Growth& growth) noexcept {
+    growth = Growth{};
+    const std::uint32_t granules = Granules(bytes);
+    if (granules == 0 || granules > kClasses) return false;
+    if (free_heads_[granules - 1] != 0) return true;
+    if (slab_count_ != 0 && bump_ + granules * kGranule <= kSlabBytes) {
+      return true;
+    }
+    if (slab_count_ < slab_reserved_) return true;  // a reserved slab is left
+    const std::uint32_t adding = slab_reserved_ < kSmallSlabs ? 1 : kGroupSlabs;
+    if (slab_reserved_ + adding > kMaxSlabs) return false;
+    if (slab_reserved_ + adding > slab_capacity_) {
+      std::uint32_t capacity = slab_capacity_ == 0 ? 16 : slab_capacity_ * 2;
+      while (capacity < slab_reserved_ + adding) capacity *= 2;
+      void* memory = allocator_->Allocate(capacity * sizeof(std::byte*),
+                                          alignof(std::byte*));
+      if (memory == nullptr) return false;
+      growth.directory = static_cast<std::byte**>(memory);
+      growth.capacity = capacity;
+    }
+    growth.slabs = allocator_->Allocate(std::size_t{adding} * kSlabBytes,
+                                        BlockAlignment(adding));
+    if (growth.slabs == nullptr) {
+      Abandon(growth);
+      return false;
+    }
+    growth.adding = adding;
+    return true;
+  }
+
+  // Installs prepared memory. Cannot fail.
+  void Commit(Growth& growth) noexcept {
+    if (growth.directory != nullptr) {
+      if (slab_reserved_ != 0) {
+        std::memcpy(growth.directory, slabs_,
+                    slab_reserved_ * sizeof(std::byte*));
+      }
+      if (slabs_ != nullptr) {
+        allocator_->Deallocate(slabs_, slab_capacity_ * sizeof(std::byte*),
+                               alignof(std::byte*));
+      }
+      slabs_ = growth.directory;
+      slab_capacity_ = growth.capacity;
+    }
+    for (std::uint32_t i = 0; i < growth.adding; ++i) {
+      slabs_[slab_reserved_ + i] =
+          static_cast<std::byte*>(growth.slabs) + std::size_t{i} * kSlabBytes;
+    }
+    slab_reserved_ += growth.adding;
+    growth = Growth{};
+  }
+
+  // Gives prepared memory back to the allocator.
+  void Abandon(Growth& growth) noexcept {
+    if (growth.slabs != nullptr) {
+      allocator_->Deallocate(growth.slabs,
+                             std::size_t{growth.adding} * kSlabBytes,
+                             BlockAlignment(growth.adding));
+    }
+    if (growth.directory != nullptr) {
+      allocator_->Deallocate(growth.directory,
+                             growth.capacity * sizeof(std::byte*),
+                             alignof(std::byte*));
+    }
+    growth = Growth{};
+  }
+
+  // A handle to `bytes` bytes (8-byte aligned). Never allocates: the caller
+  // made room with Prepare and Commit first (checked).
   std::uint32_t Allocate(std::size_t bytes) noexcept {
     const std::uint32_t granules = Granules(bytes);
-    if (granules == 0 || granules > kClasses) return 0;
+    CAIRN_DCHECK(granules >= 1 && granules <= kClasses);
     std::uint32_t& head = free_heads_[granules - 1];
     if (head != 0) {
       const std::uint32_t handle = head;
@@ -109,7 +181,9 @@ class EntryArena {
       return handle;
     }
     if (slab_count_ == 0 || bump_ + granules * kGranule > kSlabBytes) {
-      if (!AddSlab()) return 0;
+      CAIRN_CHECK_MSG(slab_count_ < slab_reserved_,
+                      "EntryArena::Allocate without a prepared slab");
+      NextSlab();
     }
     const std::uint32_t handle =
         ((slab_count_ - 1) << kOffsetBits) | (bump_ >> kGranuleShift);
@@ -146,8 +220,8 @@ class EntryArena {
   }
 
  private:
-  bool AddSlab() noexcept {
-    if (slab_count_ == slab_reserved_ && !ReserveSlabs()) return false;
+  // Starts bumping in the next reserved slab.
+  void NextSlab() noexcept {
     // The unused tail of the previous slab becomes a free block.
     if (slab_count_ != 0 && bump_ < kSlabBytes) {
       const std::uint32_t tail = kSlabBytes - bump_;
@@ -161,39 +235,6 @@ class EntryArena {
     }
     ++slab_count_;
     bump_ = slab_count_ == 1 ? kGranule : 0;
-    return true;
-  }
-
-  // Adds memory for one more slab (or a group of kGroupSlabs).
-  bool ReserveSlabs() noexcept {
-    const std::uint32_t adding = slab_reserved_ < kSmallSlabs ? 1 : kGroupSlabs;
-    if (slab_reserved_ + adding > kMaxSlabs) return false;
-    if (slab_reserved_ + adding > slab_capacity_) {
-      std::uint32_t capacity = slab_capacity_ == 0 ? 16 : slab_capacity_ * 2;
-      while (capacity < slab_reserved_ + adding) capacity *= 2;
-      void* memory = allocator_->Allocate(capacity * sizeof(std::byte*),
-                                          alignof(std::byte*));
-      if (memory == nullptr) return false;
-      auto* directory = static_cast<std::byte**>(memory);
-      if (slab_reserved_ != 0) {
-        std::memcpy(directory, slabs_, slab_reserved_ * sizeof(std::byte*));
-      }
-      if (slabs_ != nullptr) {
-        allocator_->Deallocate(slabs_, slab_capacity_ * sizeof(std::byte*),
-                               alignof(std::byte*));
-      }
-      slabs_ = directory;
-      slab_capacity_ = capacity;
-    }
-    const std::size_t bytes = std::size_t{adding} * kSlabBytes;
-    void* memory = allocator_->Allocate(bytes, BlockAlignment(adding));
-    if (memory == nullptr) return false;
-    for (std::uint32_t i = 0; i < adding; ++i) {
-      slabs_[slab_reserved_ + i] =
-          static_cast<std::byte*>(memory) + i * kSlabBytes;
-    }
-    slab_reserved_ += adding;
-    return true;
   }
 
   static constexpr std::size_t BlockAlignment(std::uint32_t slabs) noexcept {
@@ -273,11 +314,72 @@ class BucketPool {
     return chunks_[id >> kChunkShift][id & (kChunkBuckets - 1)];
   }
 
-  // Makes sure `count` buckets can be acquired without allocating.
+  // Makes sure `count` buckets can be acquired without allocating. All or
+  // nothing: on false the pool is exactly as it was.
   bool Reserve(std::size_t count) noexcept {
-    while (free_count_ < count) {
-      if (!AddChunk()) return false;
+    if (free_count_ >= count) return true;
+    // Chunks to add; chunk 0 yields one bucket less (id 0 is never issued).
+    std::size_t gained = 0;
+    std::uint32_t adding = 0;
+    while (free_count_ + gained < count) {
+      if (adding == kMaxChunks - chunk_count_) return false;
+      gained += chunk_count_ + adding == 0 ? kChunkBuckets - 1 : kChunkBuckets;
+      ++adding;
     }
+    // Collect the new chunks in a grown directory, or in the unused tail of
+    // the current one (invisible until chunk_count_ moves).
+    Bucket** directory = chunks_;
+    std::uint32_t capacity = chunk_capacity_;
+    if (chunk_count_ + adding > chunk_capacity_) {
+      capacity = chunk_capacity_ == 0 ? 4 : chunk_capacity_ * 2;
+      while (capacity < chunk_count_ + adding) capacity *= 2;
+      void* memory =
+          allocator_->Allocate(capacity * sizeof(Bucket*), alignof(Bucket*));
+      if (memory == nullptr) return false;
+      directory = static_cast<Bucket**>(memory);
+    }
+    for (std::uint32_t i = 0; i < adding; ++i) {
+      void* memory =
+          allocator_->Allocate(kChunkBuckets * sizeof(Bucket), alignof(Bucket));
+      if (memory == nullptr) {
+        while (i-- > 0) {
+          allocator_->Deallocate(directory[chunk_count_ + i],
+                                 kChunkBuckets * sizeof(Bucket),
+                                 alignof(Bucket));
+        }
+        if (directory != chunks_) {
+          allocator_->Deallocate(directory, capacity * sizeof(Bucket*),
+                                 alignof(Bucket*));
+        }
+        return false;
+      }
+      directory[chunk_count_ + i] = static_cast<Bucket*>(memory);
+    }
+    // Everything is in hand: install.
+    if (directory != chunks_) {
+      if (chunk_count_ != 0) {
+        std::memcpy(directory, chunks_, chunk_count_ * sizeof(Bucket*));
+      }
+      if (chunks_ != nullptr) {
+        allocator_->Deallocate(chunks_, chunk_capacity_ * sizeof(Bucket*),
+                               alignof(Bucket*));
+      }
+      chunks_ = directory;
+      chunk_capacity_ = capacity;
+    }
+    // Thread the new buckets onto the free list, lowest id first.
+    for (std::uint32_t c = chunk_count_ + adding; c-- > chunk_count_;) {
+      Bucket* chunk = chunks_[c];
+      std::memset(static_cast<void*>(chunk), 0, kChunkBuckets * sizeof(Bucket));
+      const std::uint32_t base = c << kChunkShift;
+      for (std::uint32_t i = kChunkBuckets; i-- > 0;) {
+        if (base + i == 0) continue;  // id 0 means "no child"
+        chunk[i].child = free_head_;
+        free_head_ = base + i;
+        ++free_count_;
+      }
+    }
+    chunk_count_ += adding;
     return true;
   }
 
@@ -310,42 +412,6 @@ class BucketPool {
   }
 
  private:
-  bool AddChunk() noexcept {
-    if (chunk_count_ == kMaxChunks) return false;
-    if (chunk_count_ == chunk_capacity_) {
-      const std::uint32_t capacity =
-          chunk_capacity_ == 0 ? 4 : chunk_capacity_ * 2;
-      void* memory =
-          allocator_->Allocate(capacity * sizeof(Bucket*), alignof(Bucket*));
-      if (memory == nullptr) return false;
-      auto* directory = static_cast<Bucket**>(memory);
-      if (chunk_count_ != 0) {
-        std::memcpy(directory, chunks_, chunk_count_ * sizeof(Bucket*));
-      }
-      if (chunks_ != nullptr) {
-        allocator_->Deallocate(chunks_, chunk_capacity_ * sizeof(Bucket*),
-                               alignof(Bucket*));
-      }
-      chunks_ = directory;
-      chunk_capacity_ = capacity;
-    }
-    void* memory =
-        allocator_->Allocate(kChunkBuckets * sizeof(Bucket), alignof(Bucket));
-    if (memory == nullptr) return false;
-    auto* chunk = static_cast<Bucket*>(memory);
-    std::memset(memory, 0, kChunkBuckets * sizeof(Bucket));
-    const std::uint32_t base = chunk_count_ << kChunkShift;
-    chunks_[chunk_count_++] = chunk;
-    // Thread the new buckets onto the free list, lowest id first.
-    for (std::uint32_t i = kChunkBuckets; i-- > 0;) {
-      if (base + i == 0) continue;  // id 0 means "no child"
-      chunk[i].child = free_head_;
-      free_head_ = base + i;
-      ++free_count_;
-    }
-    return true;
-  }
-
   void Release() noexcept {
     for (std::uint32_t i = 0; i < chunk_count_; ++i) {
       allocator_->Deallocate(chunks_[i], kChunkBuckets * sizeof(Bucket),
