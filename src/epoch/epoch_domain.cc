@@ -7,6 +7,7 @@
 #include "cairn/epoch/epoch_domain.h"
 
 #include <linux/membarrier.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,21 @@ namespace epoch_internal {
 namespace {
 
 std::int64_t SteadyNanos() { return Clock::Steady()->NowNanos(); }
+
+// A random 64-bit value from the kernel (getrandom(2), which does not
+// block once the pool is initialised). A per-copy counter is mixed in, so a
+// failing source still gives each domain of this copy a distinct nonce.
+std::uint64_t DrawNonce() {
+  static std::atomic<std::uint64_t> drawn{0};
+  std::uint64_t random = 0;
+  if (getrandom(&random, sizeof(random), GRND_NONBLOCK) !=
+      static_cast<ssize_t>(sizeof(random))) {
+    random = static_cast<std::uint64_t>(SteadyNanos());
+  }
+  // splitmix64's increment keeps consecutive counters far apart.
+  return random ^ (drawn.fetch_add(1, std::memory_order_relaxed) *
+                   0x9e3779b97f4a7c15ULL);
+}
 
 bool RegisterMembarrier() {
   const long mask = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
@@ -87,8 +103,7 @@ class DomainCore {
  public:
   explicit DomainCore(EpochOptions options)
       : options_(std::move(options)), clock_(options_.clock) {
-    static std::atomic<std::uint64_t> next_uid{1};
-    read_side.domain_uid = next_uid.fetch_add(1, std::memory_order_relaxed);
+    read_side.nonce = DrawNonce();
     CAIRN_CHECK_MSG(clock_ != nullptr, "EpochOptions::clock is null");
     CAIRN_CHECK_MSG(options_.reclaim_every > 0,
                     "EpochOptions::reclaim_every must be > 0");
@@ -119,8 +134,8 @@ class DomainCore {
   Result<Slot*> Register(std::string_view name, std::uint64_t* id,
                          bool implicit = false) {
     if (!implicit && shut_down_.load(std::memory_order_acquire)) {
-      return FailedPreconditionError("epoch domain '" + options_.name +
-                                     "' is shut down");
+      return UnavailableError("epoch domain '" + options_.name +
+                              "' is shut down");
     }
     MutexLock lock(&registry_mu_);
     Slot* slot = slots_head_.load(std::memory_order_relaxed);
@@ -173,8 +188,8 @@ class DomainCore {
                                   " bytes of domain '" + options_.name + "'");
     }
     if (shut_down_.load(std::memory_order_acquire)) {
-      return FailedPreconditionError("epoch domain '" + options_.name +
-                                     "' is shut down");
+      return UnavailableError("epoch domain '" + options_.name +
+                              "' is shut down");
     }
     return Status::Ok();
   }
@@ -219,9 +234,17 @@ class DomainCore {
   void Append(void* ptr, std::size_t bytes, EpochDomain::Deleter deleter,
               bool defer = false) {
     bool reclaim = false;
+    // Unlink, then read the epoch: the caller's unlink must be visible to
+    // every reader that pins an epoch later than the one read here (see
+    // "Retire ordering" in docs/concurrency.md). That is a store followed by
+    // a load, which only a full barrier orders. This seq_cst read-modify-
+    // write is one (`lock xadd` on x86, `ldaddal` on ARMv8.1); it is stated
+    // here rather than left to retire_mu_'s lock, and it is an RMW, not a
+    // standalone fence, so ThreadSanitizer models it.
+    // The epoch is read under retire_mu_ so the list stays sorted by it.
+    retire_order_.fetch_add(1, std::memory_order_seq_cst);
     {
       MutexLock lock(&retire_mu_);
-      // seq_cst: this load is ordered after the caller's unlink.
       const std::uint64_t epoch =
           read_side.global_epoch.load(std::memory_order_seq_cst);
       retired_.push_back(Retired{ptr, deleter, bytes, epoch, next_seq_++});
@@ -352,7 +375,7 @@ class DomainCore {
     return d;
   }
 
-  void ResetAfterFork() CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  void ResetAfterFork() {
     // Another thread may have held any of these at fork(); it is gone now.
     new (&registry_mu_) Mutex;
     new (&retire_mu_) Mutex;
@@ -366,7 +389,9 @@ class DomainCore {
       }
     }
     // Drop (leak) every pending node: its deleter may touch state that only
-    // the parent owns.
+    // the parent owns. The child is single-threaded; the lock is taken on
+    // the fresh mutex so the guarded members are touched as everywhere else.
+    MutexLock lock(&retire_mu_);
     std::size_t bytes = 0;
     std::size_t count = retired_.size();
     for (const Retired& r : retired_) bytes += r.bytes;
@@ -600,7 +625,10 @@ class DomainCore {
   std::atomic<std::int64_t> last_advance_nanos_{0};
   std::atomic<std::uint64_t> busy_count_{0};
   std::atomic<std::uint64_t> stall_reports_{0};
-  std::atomic<bool> shut_down_{false};
+  // Written only by the retire path's ordering RMW (see Append); on a line
+  // of its own so it does not bounce with the counters above.
+  alignas(64) std::atomic<std::uint64_t> retire_order_{0};
+  alignas(64) std::atomic<bool> shut_down_{false};
   std::atomic<bool> destroyed_{false};    // the EpochDomain object is gone
   std::atomic<bool> reclaim_due_{false};  // set by deferred retirements
 };
@@ -622,8 +650,8 @@ class ThreadCache {
 
  private:
   struct Entry {
-    std::uint64_t domain_uid;
-    Participant participant;
+    std::uint64_t nonce;
+    Participant participant;  // keeps the core, so its address, alive
   };
   std::vector<Entry> entries_;
 };
@@ -670,14 +698,17 @@ epoch_internal::Slot* epoch_internal::ThreadCache::Bind(
   std::erase_if(entries_, [](const Entry& e) {
     return e.participant.core_->destroyed();
   });
-  const std::uint64_t uid = core->read_side.domain_uid;
   for (Entry& e : entries_) {
-    if (e.domain_uid == uid) return e.participant.slot_;
+    if (e.participant.read_side_ == &core->read_side &&
+        e.nonce == core->read_side.nonce) {
+      return e.participant.slot_;
+    }
   }
   std::uint64_t id = 0;
   Result<Slot*> slot = core->Register({}, &id, /*implicit=*/true);
   CAIRN_CHECK(slot.ok());  // implicit registration only fails on OOM
-  entries_.push_back(Entry{uid, Participant(core, *slot, id)});
+  entries_.push_back(
+      Entry{core->read_side.nonce, Participant(core, *slot, id)});
   return *slot;
 }
 
@@ -703,7 +734,7 @@ EpochDomain::EpochDomain(EpochOptions options)
 void EpochDomain::BindThisThread() noexcept {
   epoch_internal::Slot* slot = epoch_internal::thread_cache.Bind(core_);
   epoch_internal::thread_last =
-      epoch_internal::ThreadLast{read_side_->domain_uid, slot};
+      epoch_internal::ThreadLast{read_side_, read_side_->nonce, slot};
 }
 
 EpochDomain::~EpochDomain() {
