@@ -146,6 +146,48 @@ TEST_P(EpochDomainTest, E3BarrierFreesEverythingRetiredBeforeIt) {
   EXPECT_EQ(domain.Diagnostics().retired_count, 0u);
 }
 
+// Retirements wait in their thread's bag; Barrier() and Shutdown() must
+// reach the bag of a thread that is still alive and idle.
+TEST_P(EpochDomainTest, E3BarrierAndShutdownReachOtherThreadsRetirements) {
+  EpochDomain domain(Options());
+  std::atomic<int> deletions{0};
+  std::atomic<int> phase{0};
+  std::thread retirer([&] {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    }
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    }
+    phase.store(3);
+    while (phase.load() != 4) std::this_thread::yield();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_EQ(domain.Diagnostics().retired_count, 5u);
+  // A reader entered before the Barrier and leaving during it: a Barrier
+  // that took its target before sealing the bags would return at once.
+  Participant reader = Register(domain);
+  std::atomic<bool> entered{false};
+  std::thread holder([&] {
+    Guard g = reader.Enter();
+    entered.store(true);
+    std::this_thread::sleep_for(milliseconds(20));
+  });
+  while (!entered.load()) std::this_thread::yield();
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 5) << "Barrier missed a live thread's bag";
+  holder.join();
+  phase.store(2);
+  while (phase.load() != 3) std::this_thread::yield();
+  ASSERT_TRUE(domain.Shutdown(seconds(5)).ok());
+  EXPECT_EQ(deletions.load(), 8) << "Shutdown missed a live thread's bag";
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+  phase.store(4);
+  retirer.join();
+}
+
 TEST_P(EpochDomainTest, E3BarrierTimesOutWhileAGuardPinsANode) {
   EpochDomain domain(Options());
   Participant reader = Register(domain);
