@@ -795,7 +795,7 @@ thread_local ThreadCache thread_cache;
 // The calling thread's retire bags, one per domain it retired into. The
 // cache does not keep a domain alive: it holds a weak reference, and a bag
 // dies with its core (which frees the bag's nodes). Destroyed at thread exit,
-// handing its bags back sealed; a bind forgets destroyed domains.
+// handing its bags back sealed; a bind forgets dead cores.
 struct LastBag {
   const ReadSide* read_side = nullptr;
   std::uint64_t nonce = 0;
@@ -816,22 +816,19 @@ class BagCache {
     }
   }
 
+  // Takes no strong reference to any other core: dropping one could run
+  // that core's destructor, and so deleters, inside a Retire() whose caller
+  // asked for none (Reclaim::kDeferred).
   Bag* Bind(const std::shared_ptr<DomainCore>& core) {
-    // Released after the scan: dropping the last reference to a core runs
-    // deleters, which may retire (and bind) again.
-    std::vector<std::shared_ptr<DomainCore>> dead;
-    std::erase_if(entries_, [&](Entry& e) {
-      std::shared_ptr<DomainCore> held = e.core.lock();
-      if (held == nullptr) return true;  // its bag died with it
-      if (!held->destroyed()) return false;
-      held->ReleaseBag(e.bag);
-      dead.push_back(std::move(held));
-      return true;
-    });
+    // A dead core's bag died with it; a destroyed domain whose core lives on
+    // (participants still hold it) can take no more retirements, so its
+    // entry is dropped with the core.
+    std::erase_if(entries_, [](const Entry& e) { return e.core.expired(); });
     Bag* bag = nullptr;
     for (const Entry& e : entries_) {
-      // Live cores have distinct addresses; an expired entry cannot match.
-      if (e.core.lock() == core) bag = e.bag;
+      if (!e.core.owner_before(core) && !core.owner_before(e.core)) {
+        bag = e.bag;
+      }
     }
     if (bag == nullptr) {
       bag = core->AcquireBag();

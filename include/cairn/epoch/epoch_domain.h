@@ -240,8 +240,11 @@ class EpochDomain {
   // Enters a guard through an implicit participant that the domain registers
   // for the calling thread on first use ("thread-<n>") and that is released
   // when the thread exits. For APIs that cannot take a Participant (the
-  // directory's WithObject). The hit path is one thread-local compare on top
-  // of Enter(); the first call on a thread locks the registry and allocates.
+  // directory's WithObject). The hit path compares a thread-local key (the
+  // domain's address and a random per-domain nonce, unique even across two
+  // copies of cairn in one process) on top of Enter(), and neither
+  // allocates nor locks; the first call on a thread locks the registry and
+  // allocates.
   // Implicit participants are not an E10 error at domain destruction, and
   // they keep working (with nothing to protect) after Shutdown().
   Guard EnterOnThisThread() noexcept {
@@ -257,7 +260,9 @@ class EpochDomain {
   //   kFailedPrecondition back-pressure needed inside a guard of this domain
   //   kUnavailable        the domain is shut down
   //   kInvalidArgument    bytes > cap, or a null ptr/deleter
-  // Locks the retire list briefly; may run other nodes' deleters.
+  // Appends to the calling thread's retire bag (its own lock; the first
+  // retire on a thread allocates the bag); a full bag is sealed onto the
+  // domain's list under the list's lock. May run other nodes' deleters.
   Status Retire(void* ptr, std::size_t bytes, Deleter deleter);
   template <typename T>
   Status Retire(T* ptr, std::size_t bytes = sizeof(T)) {
