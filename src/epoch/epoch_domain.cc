@@ -759,7 +759,7 @@ class DomainCore {
   std::atomic<std::int64_t> last_advance_nanos_{0};
   std::atomic<std::uint64_t> busy_count_{0};
   std::atomic<std::uint64_t> stall_reports_{0};
-  // Written only by the retire path's ordering RMW (see Append); on a line
+  // Written only by the retire path's ordering RMW (StampEpoch); on a line
   // of its own so it does not bounce with the counters above.
   alignas(64) std::atomic<std::uint64_t> retire_order_{0};
   alignas(64) std::atomic<bool> shut_down_{false};
