@@ -28,7 +28,7 @@
 //                        that fits under the cap is fine inside a guard.
 //   kUnavailable         the domain is shut down: RegisterParticipant(),
 //                        Retire(), Reserve() and TryReserve() after
-//                        Shutdown() (or destruction began).
+//                        Shutdown().
 // Deleters run with no cairn lock held; they may call Retire() but must not
 // call Barrier() or Shutdown().
 //
