@@ -1,4 +1,4 @@
-"""Epoch gates: guard scaling, guard cost vs urcu-memb, W9 bounded memory."""
+"""Epoch gates: guard scaling, retire scaling, guard cost vs urcu-memb, W9 bounded memory."""
 
 import json
 
@@ -36,6 +36,19 @@ def run(ctx):
         "epoch.guard.scaling_2t", "guard enter+leave, seq_cst mode", 2, None,
         "cairn 2 threads", "cairn 1 thread", two, one, "guards/s",
         higher_is_better=True, goal_value=1.7))
+
+    retire = ctx.run_bench(BINARY, "BM_EpochRetire/", repetitions=7, min_time=0.2)
+    name = "BM_EpochRetire/cairn_seq_cst/real_time/threads:{}"
+    retire_1 = ctx.median(retire, name.format(1))
+    retire_2 = ctx.median(retire, name.format(2))
+    retire_8 = ctx.median(retire, name.format(8))
+    records.append(ctx.gate(
+        "epoch.retire.scaling_2t",
+        "Retire of a 64-byte node into one shared domain, amortised reclaim included",
+        2, None, "cairn 2 threads", "cairn 1 thread", retire_2, retire_1, "retires/s",
+        higher_is_better=True, goal_value=1.5,
+        note=(f"1 thread {retire_1 / 1e6:.1f} M/s, 2 threads {retire_2 / 1e6:.1f} M/s, "
+              f"8 threads {retire_8 / 1e6:.1f} M/s")))
 
     have_urcu = any(r["run_name"].startswith("BM_EpochGuard/urcu_memb") for r in runs)
     if have_urcu:

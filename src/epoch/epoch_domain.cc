@@ -7,6 +7,7 @@
 #include "cairn/epoch/epoch_domain.h"
 
 #include <linux/membarrier.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,21 @@ namespace epoch_internal {
 namespace {
 
 std::int64_t SteadyNanos() { return Clock::Steady()->NowNanos(); }
+
+// A random 64-bit value from the kernel (getrandom(2), which does not
+// block once the pool is initialised). A per-copy counter is mixed in, so a
+// failing source still gives each domain of this copy a distinct nonce.
+std::uint64_t DrawNonce() {
+  static std::atomic<std::uint64_t> drawn{0};
+  std::uint64_t random = 0;
+  if (getrandom(&random, sizeof(random), GRND_NONBLOCK) !=
+      static_cast<ssize_t>(sizeof(random))) {
+    random = static_cast<std::uint64_t>(SteadyNanos());
+  }
+  // splitmix64's increment keeps consecutive counters far apart.
+  return random ^ (drawn.fetch_add(1, std::memory_order_relaxed) *
+                   0x9e3779b97f4a7c15ULL);
+}
 
 bool RegisterMembarrier() {
   const long mask = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
@@ -68,6 +84,24 @@ struct InFlight {
   std::size_t bytes;
 };
 
+// Up to kBagCapacity retirements of one thread, not yet on the domain's
+// list: Retire() appends here under the bag's own (normally uncontended)
+// lock, and the bag is sealed onto the list with one epoch read when it is
+// full, on every reclaim pass, Barrier(), Shutdown() and thread exit. Its
+// nodes' bytes were charged to the cap before they entered (E4). Bags belong
+// to the core and are never freed before it; a departed thread's bag is
+// reused by the next thread that retires.
+inline constexpr std::size_t kBagCapacity = 64;
+
+struct Bag {
+  Mutex mu;
+  std::array<Retired, kBagCapacity> items CAIRN_GUARDED_BY(mu);
+  // Written under mu; read relaxed to skip empty bags without locking.
+  std::atomic<std::size_t> size{0};
+  std::atomic<bool> in_use{false};
+  Bag* next = nullptr;  // immutable once the bag is linked
+};
+
 std::string FormatStall(const StallReport& r) {
   char line[512];
   std::snprintf(
@@ -87,8 +121,8 @@ class DomainCore {
  public:
   explicit DomainCore(EpochOptions options)
       : options_(std::move(options)), clock_(options_.clock) {
-    static std::atomic<std::uint64_t> next_uid{1};
-    read_side.domain_uid = next_uid.fetch_add(1, std::memory_order_relaxed);
+    read_side.nonce = DrawNonce();
+    bag_capacity_ = std::min<std::size_t>(kBagCapacity, options_.reclaim_every);
     CAIRN_CHECK_MSG(clock_ != nullptr, "EpochOptions::clock is null");
     CAIRN_CHECK_MSG(options_.reclaim_every > 0,
                     "EpochOptions::reclaim_every must be > 0");
@@ -105,9 +139,12 @@ class DomainCore {
   // Runs when the domain and every participant are gone, so no guard can be
   // active: whatever is still retired is freed here.
   ~DomainCore() {
+    SealAllBags(/*defer=*/true);
     for (Retired& r : retired_) r.deleter(r.ptr);
     Slot* slot = slots_head_.load(std::memory_order_acquire);
     while (slot != nullptr) delete std::exchange(slot, slot->next);
+    Bag* bag = bags_head_.load(std::memory_order_acquire);
+    while (bag != nullptr) delete std::exchange(bag, bag->next);
   }
 
   ReadSide read_side;
@@ -119,8 +156,8 @@ class DomainCore {
   Result<Slot*> Register(std::string_view name, std::uint64_t* id,
                          bool implicit = false) {
     if (!implicit && shut_down_.load(std::memory_order_acquire)) {
-      return FailedPreconditionError("epoch domain '" + options_.name +
-                                     "' is shut down");
+      return UnavailableError("epoch domain '" + options_.name +
+                              "' is shut down");
     }
     MutexLock lock(&registry_mu_);
     Slot* slot = slots_head_.load(std::memory_order_relaxed);
@@ -173,8 +210,8 @@ class DomainCore {
                                   " bytes of domain '" + options_.name + "'");
     }
     if (shut_down_.load(std::memory_order_acquire)) {
-      return FailedPreconditionError("epoch domain '" + options_.name +
-                                     "' is shut down");
+      return UnavailableError("epoch domain '" + options_.name +
+                              "' is shut down");
     }
     return Status::Ok();
   }
@@ -216,20 +253,49 @@ class DomainCore {
     retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
   }
 
-  void Append(void* ptr, std::size_t bytes, EpochDomain::Deleter deleter,
-              bool defer = false) {
-    bool reclaim = false;
+  // --- bags ---------------------------------------------------------------
+
+  // A free bag for the calling thread (reusing a departed thread's).
+  Bag* AcquireBag() {
+    MutexLock lock(&registry_mu_);
+    Bag* bag = bags_head_.load(std::memory_order_relaxed);
+    while (bag != nullptr && bag->in_use.load(std::memory_order_relaxed)) {
+      bag = bag->next;
+    }
+    if (bag == nullptr) {
+      bag = new Bag;
+      bag->next = bags_head_.load(std::memory_order_relaxed);
+      bags_head_.store(bag, std::memory_order_release);
+    }
+    bag->in_use.store(true, std::memory_order_relaxed);
+    return bag;
+  }
+
+  // The thread that used `bag` is done with it (thread exit, or it forgot
+  // this domain): its nodes go to the list, the bag to the next thread.
+  void ReleaseBag(Bag* bag) {
     {
-      MutexLock lock(&retire_mu_);
-      // seq_cst: this load is ordered after the caller's unlink.
-      const std::uint64_t epoch =
-          read_side.global_epoch.load(std::memory_order_seq_cst);
-      retired_.push_back(Retired{ptr, deleter, bytes, epoch, next_seq_++});
-      retired_count_.fetch_add(1, std::memory_order_relaxed);
-      if (++retires_since_reclaim_ >= options_.reclaim_every) {
-        retires_since_reclaim_ = 0;
-        reclaim = true;
-      }
+      MutexLock lock(&bag->mu);
+      Seal(bag);
+    }
+    MutexLock lock(&registry_mu_);
+    bag->in_use.store(false, std::memory_order_relaxed);
+  }
+
+  // Retire() after the charge: into the calling thread's bag, or straight
+  // onto the list when the thread has none (`bag` null: its thread-local
+  // state is gone). A full bag is sealed here.
+  void Append(Bag* bag, void* ptr, std::size_t bytes,
+              EpochDomain::Deleter deleter, bool defer = false) {
+    bool reclaim = false;
+    if (bag == nullptr) {
+      reclaim = AppendOne(Retired{ptr, deleter, bytes, 0, 0});
+    } else {
+      MutexLock lock(&bag->mu);
+      const std::size_t n = bag->size.load(std::memory_order_relaxed);
+      bag->items[n] = Retired{ptr, deleter, bytes, 0, 0};
+      bag->size.store(n + 1, std::memory_order_relaxed);
+      if (n + 1 >= bag_capacity_) reclaim = Seal(bag);
     }
     if (!reclaim) return;
     if (defer) {
@@ -248,6 +314,7 @@ class DomainCore {
   // --- reclamation ------------------------------------------------------
 
   std::size_t TryReclaim() {
+    SealAllBags();
     std::vector<StallReport> reports;
     if (advance_mu_.TryLock()) {
       for (int i = 0; i < 2 && TryAdvance(&reports); ++i) {
@@ -264,6 +331,7 @@ class DomainCore {
       return FailedPreconditionError("Barrier() inside a guard of domain '" +
                                      options_.name + "' would wait for itself");
     }
+    SealAllBags();
     std::uint64_t target;
     {
       MutexLock lock(&retire_mu_);
@@ -301,9 +369,9 @@ class DomainCore {
         return DeadlineExceededError(
             "Shutdown() of domain '" + options_.name +
             "': " + std::to_string(ActiveGuards()) + " guards still active, " +
-            std::to_string(retired_count_.load(std::memory_order_relaxed)) +
-            " retired nodes kept");
+            std::to_string(RetiredCount()) + " retired nodes kept");
       }
+      if (!BagsEmpty()) continue;
       MutexLock lock(&retire_mu_);
       if (retired_.empty() && in_flight_.empty()) return Status::Ok();
     }
@@ -341,7 +409,7 @@ class DomainCore {
       d.oldest_guard_participant = oldest->participant_id;
       d.oldest_guard_participant_name = oldest->name;
     }
-    d.retired_count = retired_count_.load(std::memory_order_relaxed);
+    d.retired_count = RetiredCount();
     d.retired_bytes = retired_bytes_.load(std::memory_order_relaxed);
     d.peak_retired_bytes = peak_retired_bytes_.load(std::memory_order_relaxed);
     d.grace_periods = grace_periods_.load(std::memory_order_relaxed);
@@ -352,7 +420,7 @@ class DomainCore {
     return d;
   }
 
-  void ResetAfterFork() CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  void ResetAfterFork() {
     // Another thread may have held any of these at fork(); it is gone now.
     new (&registry_mu_) Mutex;
     new (&retire_mu_) Mutex;
@@ -366,9 +434,20 @@ class DomainCore {
       }
     }
     // Drop (leak) every pending node: its deleter may touch state that only
-    // the parent owns.
+    // the parent owns. The child is single-threaded; the lock is taken on
+    // the fresh mutex so the guarded members are touched as everywhere else.
     std::size_t bytes = 0;
-    std::size_t count = retired_.size();
+    std::size_t count = 0;
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      new (&b->mu) Mutex;
+      MutexLock lock(&b->mu);
+      const std::size_t n = b->size.load(std::memory_order_relaxed);
+      for (std::size_t i = 0; i < n; ++i) bytes += b->items[i].bytes;
+      b->size.store(0, std::memory_order_relaxed);  // dropped (leaked)
+    }
+    MutexLock lock(&retire_mu_);
+    count += retired_.size();
     for (const Retired& r : retired_) bytes += r.bytes;
     for (const InFlight& f : in_flight_) {
       bytes += f.bytes;
@@ -399,6 +478,84 @@ class DomainCore {
     std::uint64_t epoch;
     std::int64_t nanos;
   };
+
+  // Reads the epoch that stamps nodes whose unlink happened before the call.
+  // Unlink, then read the epoch: the caller's unlink must be visible to every
+  // reader that pins an epoch later than the one read here (see "Retire
+  // ordering" in docs/concurrency.md). That is a store followed by a load,
+  // which only a full barrier orders. The seq_cst read-modify-write below is
+  // one (`lock xadd` on x86, `ldaddal` on ARMv8.1); it is stated here rather
+  // than left to a lock, and it is an RMW, not a standalone fence, so
+  // ThreadSanitizer models it. Called under retire_mu_ so the list stays
+  // sorted by epoch.
+  std::uint64_t StampEpoch() CAIRN_REQUIRES(retire_mu_) {
+    retire_order_.fetch_add(1, std::memory_order_seq_cst);
+    return read_side.global_epoch.load(std::memory_order_seq_cst);
+  }
+
+  // Moves `bag`'s nodes onto the list. True if a reclaim pass fell due.
+  bool Seal(Bag* bag) CAIRN_REQUIRES(bag->mu) {
+    const std::size_t n = bag->size.load(std::memory_order_relaxed);
+    if (n == 0) return false;
+    MutexLock lock(&retire_mu_);
+    const std::uint64_t epoch = StampEpoch();
+    for (std::size_t i = 0; i < n; ++i) {
+      Retired r = bag->items[i];
+      r.epoch = epoch;
+      r.seq = next_seq_++;
+      retired_.push_back(r);
+    }
+    bag->size.store(0, std::memory_order_relaxed);
+    retired_count_.fetch_add(n, std::memory_order_relaxed);
+    return CountRetires(n);
+  }
+
+  bool AppendOne(Retired r) {
+    MutexLock lock(&retire_mu_);
+    r.epoch = StampEpoch();
+    r.seq = next_seq_++;
+    retired_.push_back(r);
+    retired_count_.fetch_add(1, std::memory_order_relaxed);
+    return CountRetires(1);
+  }
+
+  bool CountRetires(std::size_t n) CAIRN_REQUIRES(retire_mu_) {
+    retires_since_reclaim_ += n;
+    if (retires_since_reclaim_ < options_.reclaim_every) return false;
+    retires_since_reclaim_ = 0;
+    return true;
+  }
+
+  // Seals every thread's bag, so the list holds every node whose Retire()
+  // returned before this call. Empty bags are skipped without locking.
+  void SealAllBags(bool defer = false) {
+    bool reclaim = false;
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      if (b->size.load(std::memory_order_relaxed) == 0) continue;
+      MutexLock lock(&b->mu);
+      reclaim |= Seal(b);
+    }
+    if (reclaim && defer) reclaim_due_.store(true, std::memory_order_relaxed);
+  }
+
+  // Nodes retired and not yet freed: on the list, in flight, or in a bag.
+  std::uint64_t RetiredCount() const {
+    std::uint64_t count = retired_count_.load(std::memory_order_relaxed);
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      count += b->size.load(std::memory_order_relaxed);
+    }
+    return count;
+  }
+
+  bool BagsEmpty() const {
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      if (b->size.load(std::memory_order_relaxed) != 0) return false;
+    }
+    return true;
+  }
 
   bool TryCharge(std::size_t bytes) {
     std::size_t current = retired_bytes_.load(std::memory_order_relaxed);
@@ -504,7 +661,7 @@ class DomainCore {
       report.pinned_epoch = pinned;
       report.global_epoch = global;
       report.age = std::chrono::nanoseconds(age);
-      report.retired_count = retired_count_.load(std::memory_order_relaxed);
+      report.retired_count = RetiredCount();
       report.retired_bytes = retired_bytes_.load(std::memory_order_relaxed);
       report.report_index = s->stall_reports++;
       {
@@ -581,6 +738,8 @@ class DomainCore {
   Mutex registry_mu_;
 
   std::atomic<Slot*> slots_head_{nullptr};
+  std::atomic<Bag*> bags_head_{nullptr};     // linked under registry_mu_
+  std::size_t bag_capacity_ = kBagCapacity;  // min(64, reclaim_every)
   std::atomic<std::uint64_t> registered_{0};
   std::atomic<std::uint64_t> implicit_registered_{0};
   std::uint64_t next_participant_id_ CAIRN_GUARDED_BY(registry_mu_) = 1;
@@ -594,13 +753,16 @@ class DomainCore {
 
   // Counters read by Diagnostics() without locks.
   std::atomic<std::size_t> retired_bytes_{0};  // pending + reserved
-  std::atomic<std::size_t> retired_count_{0};
+  std::atomic<std::size_t> retired_count_{0};  // on the list or in flight
   std::atomic<std::size_t> peak_retired_bytes_{0};
   std::atomic<std::uint64_t> grace_periods_{0};
   std::atomic<std::int64_t> last_advance_nanos_{0};
   std::atomic<std::uint64_t> busy_count_{0};
   std::atomic<std::uint64_t> stall_reports_{0};
-  std::atomic<bool> shut_down_{false};
+  // Written only by the retire path's ordering RMW (StampEpoch); on a line
+  // of its own so it does not bounce with the counters above.
+  alignas(64) std::atomic<std::uint64_t> retire_order_{0};
+  alignas(64) std::atomic<bool> shut_down_{false};
   std::atomic<bool> destroyed_{false};    // the EpochDomain object is gone
   std::atomic<bool> reclaim_due_{false};  // set by deferred retirements
 };
@@ -622,13 +784,81 @@ class ThreadCache {
 
  private:
   struct Entry {
-    std::uint64_t domain_uid;
-    Participant participant;
+    std::uint64_t nonce;
+    Participant participant;  // keeps the core, so its address, alive
   };
   std::vector<Entry> entries_;
 };
 
 thread_local ThreadCache thread_cache;
+
+// The calling thread's retire bags, one per domain it retired into. The
+// cache does not keep a domain alive: it holds a weak reference, and a bag
+// dies with its core (which frees the bag's nodes). Destroyed at thread exit,
+// handing its bags back sealed; a bind forgets dead cores.
+struct LastBag {
+  const ReadSide* read_side = nullptr;
+  std::uint64_t nonce = 0;
+  Bag* bag = nullptr;
+};
+thread_local LastBag last_bag;
+thread_local bool bag_cache_gone = false;
+
+class BagCache {
+ public:
+  ~BagCache() {
+    last_bag = LastBag{};
+    bag_cache_gone = true;
+    for (Entry& e : entries_) {
+      if (std::shared_ptr<DomainCore> core = e.core.lock()) {
+        core->ReleaseBag(e.bag);
+      }
+    }
+  }
+
+  // Takes no strong reference to any other core: dropping one could run
+  // that core's destructor, and so deleters, inside a Retire() whose caller
+  // asked for none (Reclaim::kDeferred).
+  Bag* Bind(const std::shared_ptr<DomainCore>& core) {
+    // A dead core's bag died with it; a destroyed domain whose core lives on
+    // (participants still hold it) can take no more retirements, so its
+    // entry is dropped with the core.
+    std::erase_if(entries_, [](const Entry& e) { return e.core.expired(); });
+    Bag* bag = nullptr;
+    for (const Entry& e : entries_) {
+      if (!e.core.owner_before(core) && !core.owner_before(e.core)) {
+        bag = e.bag;
+      }
+    }
+    if (bag == nullptr) {
+      bag = core->AcquireBag();
+      entries_.push_back(Entry{core, bag});
+    }
+    last_bag = LastBag{&core->read_side, core->read_side.nonce, bag};
+    return bag;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<DomainCore> core;
+    Bag* bag;
+  };
+  std::vector<Entry> entries_;
+};
+
+thread_local BagCache bag_cache;
+
+// The calling thread's bag for `core`, or null once the thread's cairn
+// state is torn down (a deleter or destructor running at thread exit).
+Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core) {
+  const LastBag& last = last_bag;
+  if (last.read_side == &core->read_side &&
+      last.nonce == core->read_side.nonce) {
+    return last.bag;
+  }
+  if (bag_cache_gone) return nullptr;
+  return bag_cache.Bind(core);
+}
 
 }  // namespace epoch_internal
 
@@ -670,14 +900,17 @@ epoch_internal::Slot* epoch_internal::ThreadCache::Bind(
   std::erase_if(entries_, [](const Entry& e) {
     return e.participant.core_->destroyed();
   });
-  const std::uint64_t uid = core->read_side.domain_uid;
   for (Entry& e : entries_) {
-    if (e.domain_uid == uid) return e.participant.slot_;
+    if (e.participant.read_side_ == &core->read_side &&
+        e.nonce == core->read_side.nonce) {
+      return e.participant.slot_;
+    }
   }
   std::uint64_t id = 0;
   Result<Slot*> slot = core->Register({}, &id, /*implicit=*/true);
   CAIRN_CHECK(slot.ok());  // implicit registration only fails on OOM
-  entries_.push_back(Entry{uid, Participant(core, *slot, id)});
+  entries_.push_back(
+      Entry{core->read_side.nonce, Participant(core, *slot, id)});
   return *slot;
 }
 
@@ -703,7 +936,7 @@ EpochDomain::EpochDomain(EpochOptions options)
 void EpochDomain::BindThisThread() noexcept {
   epoch_internal::Slot* slot = epoch_internal::thread_cache.Bind(core_);
   epoch_internal::thread_last =
-      epoch_internal::ThreadLast{read_side_->domain_uid, slot};
+      epoch_internal::ThreadLast{read_side_, read_side_->nonce, slot};
 }
 
 EpochDomain::~EpochDomain() {
@@ -746,7 +979,7 @@ Status EpochDomain::Retire(void* ptr, std::size_t bytes, Deleter deleter) {
     return InvalidArgumentError("Retire() needs a pointer and a deleter");
   }
   CAIRN_RETURN_IF_ERROR(core_->Charge(bytes));
-  core_->Append(ptr, bytes, deleter);
+  core_->Append(epoch_internal::ThisThreadBag(core_), ptr, bytes, deleter);
   return Status::Ok();
 }
 
@@ -769,7 +1002,8 @@ void EpochDomain::RetireReserved(RetireReservation reservation, void* ptr,
   CAIRN_CHECK_MSG(ptr != nullptr && deleter != nullptr,
                   "RetireReserved() needs a pointer and a deleter");
   // The reservation's bytes become the node's; the node releases them.
-  core_->Append(ptr, std::exchange(reservation.bytes_, 0), deleter,
+  core_->Append(epoch_internal::ThisThreadBag(core_), ptr,
+                std::exchange(reservation.bytes_, 0), deleter,
                 reclaim == Reclaim::kDeferred);
 }
 

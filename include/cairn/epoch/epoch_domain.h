@@ -20,25 +20,42 @@
 // reactor that multiplexes many requests on one thread. One Participant must
 // not be used by two threads at the same time.
 //
-// Forbidden inside a guard of the same domain, because they may wait for
-// that very guard: Barrier(), Shutdown(), and a Retire()/Reserve() that has to
-// wait for back-pressure. They return kFailedPrecondition instead of
-// deadlocking. A Retire() that fits under the cap is fine inside a guard.
+// Status codes shared by every method:
+//   kFailedPrecondition  a call that may wait for guards (Barrier(),
+//                        Shutdown(), a Retire()/Reserve() that needs
+//                        back-pressure) made inside a guard of the same
+//                        domain, where it would wait for itself. A Retire()
+//                        that fits under the cap is fine inside a guard.
+//   kUnavailable         the domain is shut down: RegisterParticipant(),
+//                        Retire(), Reserve() and TryReserve() after
+//                        Shutdown().
 // Deleters run with no cairn lock held; they may call Retire() but must not
 // call Barrier() or Shutdown().
 //
 // Bounded memory (E4). Retired bytes never exceed Options::retired_bytes_cap.
-// A retire that would cross it reclaims synchronously until
+// "Retired bytes" are exactly the `bytes` callers pass to Retire(), Reserve()
+// and TryReserve(), from the call until the node's deleter has run (or the
+// unused reservation is dropped). cairn adds nothing for its own bookkeeping
+// and cannot see what a node keeps alive: a caller whose node pins more
+// memory (a record, the payload it owns) includes that in `bytes`. A retire
+// that would cross the cap reclaims synchronously until
 // Options::reclaim_deadline, then fails with kResourceExhausted ("busy") and
 // the caller keeps ownership of the pointer. Stalled guards are reported with
 // back-off at 1x, 3x, 9x, ... the stall threshold (E5).
 //
-// Read-side modes. kSeqCst (default) publishes with one `xchg`. kAsymmetric
-// publishes with a plain store; the advancer calls membarrier(2) instead.
-// ThreadSanitizer cannot see membarrier, so TSan builds test kSeqCst.
+// Read-side modes (read_side_mode.h). kSeqCst (default) publishes with one
+// `xchg`. kAsymmetric publishes with a plain store; the advancer calls
+// membarrier(2) instead. ThreadSanitizer cannot see membarrier, so TSan
+// builds test kSeqCst.
 //
-// Costs (2 vCPU Zen 4, `./scripts/gates`, see docs/epoch.md): guard enter +
-// leave is about 2 ns in kSeqCst mode and under 1 ns in kAsymmetric mode.
+// Costs depend on the machine: guard enter + leave in kSeqCst mode measured
+// about 7 ns on a 2-core Debian 12 VM (AMD EPYC), whose `xchg` is slow, and
+// about 1 ns there in kAsymmetric mode. docs/epoch.md lists each figure with
+// the machine and the command that measured it.
+//
+// Allocation: Participant::Enter(), leaving a guard, and an
+// EnterOnThisThread() on a thread already bound to the domain never allocate
+// or lock.
 //
 // Thread safety: every EpochDomain method is safe from any thread.
 
@@ -58,12 +75,14 @@
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/epoch/internal/epoch_slot.h"
+#include "cairn/epoch/read_side_mode.h"
 
 CAIRN_NAMESPACE_BEGIN
 
 namespace epoch_internal {
 class DomainCore;
 class ThreadCache;
+class EpochTestPeer;  // defined by cairn's tests only
 }  // namespace epoch_internal
 
 // What a stall report says about one guard held past the threshold (E5).
@@ -128,15 +147,8 @@ class EpochDomain;
 class Participant;
 
 // RAII read-side critical section. Moves, never copies.
+// Obtained from Participant::Enter() or EpochDomain::EnterOnThisThread().
 class [[nodiscard]] Guard {
- public:
-  // For EpochDomain::EnterOnThisThread().
-  Guard(const epoch_internal::ReadSide& read_side,
-        epoch_internal::Slot* slot) noexcept
-      : slot_(slot) {
-    epoch_internal::EnterSlot(read_side, slot_);
-  }
-
  public:
   Guard(Guard&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
   Guard& operator=(Guard&&) = delete;
@@ -147,6 +159,14 @@ class [[nodiscard]] Guard {
   }
 
  private:
+  friend class Participant;
+  friend class EpochDomain;
+  Guard(const epoch_internal::ReadSide& read_side,
+        epoch_internal::Slot* slot) noexcept
+      : slot_(slot) {
+    epoch_internal::EnterSlot(read_side, slot_);
+  }
+
   epoch_internal::Slot* slot_;
 };
 
@@ -168,6 +188,7 @@ class Participant {
  private:
   friend class EpochDomain;
   friend class epoch_internal::ThreadCache;
+  friend class epoch_internal::EpochTestPeer;
   Participant(std::shared_ptr<epoch_internal::DomainCore> core,
               epoch_internal::Slot* slot, std::uint64_t id) noexcept;
   void Release() noexcept;
@@ -213,28 +234,35 @@ class EpochDomain {
   ~EpochDomain();
 
   // Takes a free slot (reusing one a departed participant left, E9) or adds
-  // one. Locks the registry; may allocate. Fails after Shutdown().
+  // one. Locks the registry; may allocate. kUnavailable after Shutdown().
   Result<Participant> RegisterParticipant(std::string_view name = {});
 
   // Enters a guard through an implicit participant that the domain registers
   // for the calling thread on first use ("thread-<n>") and that is released
   // when the thread exits. For APIs that cannot take a Participant (the
-  // directory's WithObject). The hit path is one thread-local compare on top
-  // of Enter(); the first call on a thread locks the registry and allocates.
+  // directory's WithObject). The hit path compares a thread-local key (the
+  // domain's address and a random per-domain nonce, unique even across two
+  // copies of cairn in one process) on top of Enter(), and neither
+  // allocates nor locks; the first call on a thread locks the registry and
+  // allocates.
   // Implicit participants are not an E10 error at domain destruction, and
   // they keep working (with nothing to protect) after Shutdown().
   Guard EnterOnThisThread() noexcept {
     epoch_internal::ThreadLast& last = epoch_internal::thread_last;
-    if (last.domain_uid != read_side_->domain_uid) BindThisThread();
+    if (!last.Matches(read_side_)) BindThisThread();
     return Guard(*read_side_, last.slot);
   }
 
   // Defers `deleter(ptr)` past a grace period. `bytes` is what the node costs
-  // (counted against the cap). On error the caller still owns `ptr`:
+  // and is what the cap counts (see "Bounded memory" above). On error the
+  // caller still owns `ptr`:
   //   kResourceExhausted  the cap stayed full for reclaim_deadline (busy)
-  //   kFailedPrecondition back-pressure needed inside a guard, or shut down
+  //   kFailedPrecondition back-pressure needed inside a guard of this domain
+  //   kUnavailable        the domain is shut down
   //   kInvalidArgument    bytes > cap, or a null ptr/deleter
-  // Locks the retire list briefly; may run other nodes' deleters.
+  // Appends to the calling thread's retire bag (its own lock; the first
+  // retire on a thread allocates the bag); a full bag is sealed onto the
+  // domain's list under the list's lock. May run other nodes' deleters.
   Status Retire(void* ptr, std::size_t bytes, Deleter deleter);
   template <typename T>
   Status Retire(T* ptr, std::size_t bytes = sizeof(T)) {
@@ -260,9 +288,9 @@ class EpochDomain {
   // load otherwise. Call with no lock held.
   std::size_t ReclaimIfDue();
 
-  // Non-blocking: advances the epoch if every active guard has seen it (up to
-  // twice), frees what is past its grace period, emits due stall reports.
-  // Returns the number of nodes freed by this call.
+  // Never waits for a guard: advances the epoch if every active guard has seen
+  // it (up to twice), frees what is past its grace period, emits due stall
+  // reports. Returns the number of nodes freed by this call.
   std::size_t TryReclaim();
 
   // Waits until every node retired before the call has been freed (E3).
@@ -270,11 +298,13 @@ class EpochDomain {
   Status Barrier(
       std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max());
 
-  // Refuses new participants and retirements, waits up to `deadline` for the
-  // active guards to leave, then runs every pending deleter exactly once and
-  // ends with zero retired bytes (E10). kDeadlineExceeded if guards stayed;
-  // pending nodes are then kept (never freed under a reader) and a later
-  // Shutdown() or the last participant's exit frees them.
+  // Refuses new participants and retirements (they return kUnavailable from
+  // now on), waits up to `deadline` for the active guards to leave, then runs
+  // every pending deleter exactly once and ends with zero retired bytes
+  // (E10). kDeadlineExceeded if guards stayed; pending nodes are then kept
+  // (never freed under a reader) and a later Shutdown() or the last
+  // participant's exit frees them. kFailedPrecondition inside a guard of
+  // this domain. A second Shutdown() is OK.
   Status Shutdown(std::chrono::nanoseconds deadline);
 
   EpochDiagnostics Diagnostics() const;
@@ -290,6 +320,7 @@ class EpochDomain {
   ReadSideMode read_side_mode() const noexcept;
 
  private:
+  friend class epoch_internal::EpochTestPeer;
   void BindThisThread() noexcept;
 
   std::shared_ptr<epoch_internal::DomainCore> core_;

@@ -10,17 +10,9 @@
 #include <string>
 
 #include "cairn/base/version.h"
+#include "cairn/epoch/read_side_mode.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-enum class ReadSideMode : std::uint8_t {
-  // Enter publishes with a seq_cst exchange (`xchg` on x86): about 2 ns.
-  kSeqCst,
-  // Enter publishes with a plain store and a compiler barrier; the advancer
-  // pays for ordering with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).
-  // Falls back to kSeqCst where membarrier is not available.
-  kAsymmetric,
-};
 
 namespace epoch_internal {
 
@@ -69,17 +61,25 @@ struct alignas(128) Slot {
 struct ReadSide {
   alignas(128) std::atomic<std::uint64_t> global_epoch{1};
   ReadSideMode mode = ReadSideMode::kSeqCst;
-  // Unique per domain for the process lifetime (never an address, which a
-  // later domain could reuse); keys the per-thread participant cache.
-  std::uint64_t domain_uid = 0;
+  // Drawn at random when the domain is created. With this ReadSide's address
+  // it keys the per-thread participant cache: the address tells apart the
+  // live domains of every copy of cairn in the process (two shared objects
+  // may each link their own), the nonce a later domain that reuses the
+  // address of a destroyed one.
+  std::uint64_t nonce = 0;
 };
 
 // The calling thread's most recently used implicit participant. Trivially
 // destructible, so reading it is a plain %fs-relative load; the owning cache
 // (with the participants themselves) lives in epoch_domain.cc.
 struct ThreadLast {
-  std::uint64_t domain_uid = 0;
+  const ReadSide* read_side = nullptr;
+  std::uint64_t nonce = 0;
   Slot* slot = nullptr;
+
+  bool Matches(const ReadSide* domain) const noexcept {
+    return read_side == domain && nonce == domain->nonce;
+  }
 };
 inline thread_local ThreadLast thread_last;
 
