@@ -311,14 +311,14 @@ class GroupDirectory {
   template <typename Fn>
   Status WithHandle(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
-    if (!handle) return InvalidArgumentError("empty handle");
-    return ToStatus(RunLocked<false>(handle.get(), fn));
+    if (!handle) return InvalidArgumentError();
+    return Status(RunLocked<false>(handle.get(), fn));
   }
   template <typename Fn>
   Status WithHandleExclusive(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
-    if (!handle) return InvalidArgumentError("empty handle");
-    return ToStatus(RunLocked<true>(handle.get(), fn));
+    if (!handle) return InvalidArgumentError();
+    return Status(RunLocked<true>(handle.get(), fn));
   }
 
   // Resolves `key` and runs fn only if it names the instance `token` (D5);
@@ -342,7 +342,7 @@ class GroupDirectory {
     if (Status s = CheckCall(key); !s.ok()) return s;
     Owner owner = route_.Pin(key);
     if (owner == nullptr || owner->lifecycle_hint() != Lifecycle::kActive) {
-      return NotFoundError("no active object under this key");
+      return NotFoundError();
     }
     return Handle(std::move(owner));
   }
@@ -380,7 +380,7 @@ class GroupDirectory {
     if (Status s = CheckCall(name); !s.ok()) return s;
     MutexLock lock(&catalog_mu_);
     auto it = catalog_.find(name);
-    if (it == catalog_.end()) return NotFoundError("no such group");
+    if (it == catalog_.end()) return NotFoundError();
     return GroupHandleType(it->second);
   }
 
@@ -588,10 +588,9 @@ class GroupDirectory {
     return stripes_[h % stripes_.size()].mu;
   }
 
-  Status CheckShutdown() const {
-    if (shut_down_.load(std::memory_order_acquire)) {
-      return UnavailableError("directory is shut down");
-    }
+  // Read-path checks: code-only statuses, which never allocate.
+  Status CheckShutdown() const noexcept {
+    if (shut_down_.load(std::memory_order_acquire)) return UnavailableError();
     return Status::Ok();
   }
   StatusCode KeyCode(std::string_view key) const noexcept {
@@ -600,23 +599,9 @@ class GroupDirectory {
     }
     return StatusCode::kOk;
   }
-  Status CheckCall(std::string_view key) const {
+  Status CheckCall(std::string_view key) const noexcept {
     if (Status s = CheckShutdown(); !s.ok()) return s;
-    if (key.empty()) return InvalidArgumentError("empty key");
-    if (key.size() > options_.max_key_bytes) {
-      return InvalidArgumentError("key longer than max_key_bytes");
-    }
-    return Status::Ok();
-  }
-  static Status ToStatus(StatusCode code) {
-    switch (code) {
-      case StatusCode::kOk:
-        return Status::Ok();
-      case StatusCode::kInvalidArgument:
-        return InvalidArgumentError("bad key");
-      default:
-        return NotFoundError("no active object under this key");
-    }
+    return Status(KeyCode(key));
   }
 
   ObjectId NextObjectId() noexcept {
@@ -684,22 +669,20 @@ class GroupDirectory {
     route_.WithEntry(key, [&](Entry* e) {
       if (e != nullptr) code = RunLocked<kExclusive>(e, fn);
     });
-    return ToStatus(code);
+    return Status(code);
   }
 
   template <bool kExclusive, typename Fn>
   Status LookupToken(std::string_view key, ObjectToken token, Fn& fn) const {
     if (Status s = CheckCall(key); !s.ok()) return s;
-    if (token.tenant != options_.tenant_instance) {
-      return NotFoundError("token of another tenant instance");
-    }
+    if (token.tenant != options_.tenant_instance) return NotFoundError();
     StatusCode code = StatusCode::kNotFound;
     route_.WithEntry(key, [&](Entry* e) {
       if (e != nullptr && e->id() == token.object) {
         code = RunLocked<kExclusive>(e, fn);
       }
     });
-    return ToStatus(code);
+    return Status(code);
   }
 
   template <bool kExclusive, typename Fn>
