@@ -1128,7 +1128,7 @@ TEST(GroupDirectoryRouteErrorTest,
           ProbePayload(&dir, &destroyed, &under_lock, &probes));
       EXPECT_EQ(made.status().code(), StatusCode::kResourceExhausted);
       EXPECT_EQ(destroyed.load(), member ? 2 : 1) << "payload kept alive";
-      EXPECT_EQ(under_lock.load(), 0)
+      EXPECT_EQ(under_lock.exchange(0), 0)
           << (member ? "member" : "singleton")
           << " payload destroyed under a directory lock";
     }

@@ -140,8 +140,22 @@ TEST_F(ReadPathAllocTest, WithObjectsOverThirtyTwoKeysDoesNotAllocate) {
   EXPECT_EQ(misses, kBatch / 2);
 }
 
+// A matched erase that matches nothing answers with a code-only kNotFound.
+TEST_F(ReadPathAllocTest, EraseIfMatchMissDoesNotAllocate) {
+  const Directory::Handle& live = handles_[0];
+  ASSERT_EQ(dir_.EraseIfMatch(keys_[0], live->id() + 1, live.get()).code(),
+            StatusCode::kNotFound);  // warm-up
+  AllocationCounter allocs;
+  Status stale_id = dir_.EraseIfMatch(keys_[0], live->id() + 1, live.get());
+  Status unknown = dir_.EraseIfMatch(keys_[1], live->id(), live.get());
+  EXPECT_EQ(allocs.count(), 0u);
+  EXPECT_EQ(stale_id.code(), StatusCode::kNotFound);
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  EXPECT_TRUE(dir_.Pin(keys_[0]).ok());
+}
+
 // The same contract one level down, on the route itself.
-TEST(RouteReadPathAllocTest, WithEntryWithEntriesAndPinDoNotAllocate) {
+TEST(RouteReadPathAllocTest, LookupsAndEraseIfMatchMissDoNotAllocate) {
   struct Entry {
     std::uint64_t id() const { return 7; }
   };
@@ -163,7 +177,12 @@ TEST(RouteReadPathAllocTest, WithEntryWithEntriesAndPinDoNotAllocate) {
       views, [&](std::size_t, Entry* e) { found += e != nullptr ? 1 : 0; });
   std::shared_ptr<Entry> pinned = route.Pin("k");
   std::shared_ptr<Entry> absent = route.Pin("absent");
+  ObjectRouteIndex<Entry>::WriteBudget none;
+  Status wrong_id = route.EraseIfMatch("k", 8, owner.get());
+  Status unrouted = route.EraseIfMatch("absent", 7, owner.get(), &none);
   EXPECT_EQ(allocs.count(), 0u);
+  EXPECT_EQ(wrong_id.code(), StatusCode::kNotFound);
+  EXPECT_EQ(unrouted.code(), StatusCode::kNotFound);
   EXPECT_EQ(hit, owner.get());
   EXPECT_EQ(miss, nullptr);
   EXPECT_EQ(found, 1);

@@ -63,6 +63,7 @@
 #include "cairn/directory/group_entry.h"
 #include "cairn/directory/handles.h"
 #include "cairn/directory/object_entry.h"
+#include "cairn/route/internal/route_hash.h"
 #include "cairn/route/object_route_index.h"
 
 CAIRN_NAMESPACE_BEGIN
