@@ -7,10 +7,10 @@
 // the entry to the caller; the copied owner keeps the entry alive for the
 // call.
 //
-// Not part of the library (product.md, non-goals): it implements the route
-// interface of cairn/route/route_options.h beside the library's
-// ObjectRouteIndex and lives on only as the test oracle and the `owning`
-// benchmark baseline.
+// Not part of the library: it satisfies the ObjectRoute concept
+// (cairn/route/route_concept.h) beside the library's ObjectRouteIndex and
+// lives on only as the test oracle and the `owning` benchmark baseline, in
+// this one place that tests and benches both include.
 //
 // Thread safety: every member is safe from any thread. The bucket lock is a
 // leaf: no route member calls back into the host, takes another lock, or runs
@@ -41,6 +41,9 @@
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
+#include "cairn/route/internal/chunk_emitter.h"
+#include "cairn/route/internal/route_hash.h"
+#include "cairn/route/route_diagnostics.h"
 #include "cairn/route/route_options.h"
 
 CAIRN_NAMESPACE_BEGIN
@@ -125,30 +128,33 @@ class LockedRoute {
     WriterLock lock(&bucket.mu);
     if (!bucket.map.try_emplace(std::move(lookup_key), std::move(owner))
              .second) {
-      return AlreadyExistsError("key is already routed");
+      return AlreadyExistsError();
     }
     return Status::Ok();
   }
 
   // Matched unlink (D4): removes `key` only if it still resolves to an entry
-  // with this id at this address. true: unlinked; false: no match, nothing
-  // changed. Never an error in the locked route. The unlinked owner is
-  // destroyed after the bucket lock is released, so an entry's destructor
-  // never runs under a route lock.
-  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-                            const Entry* entry,
-                            WriteBudget* /*budget*/ = nullptr) {
+  // with this id at this address. OK: unlinked; kNotFound: no match, nothing
+  // changed (code-only); kInvalidArgument: null entry. Never busy and never
+  // shut down (no epoch domain). The unlinked owner is destroyed after the
+  // bucket lock is released, so an entry's destructor never runs under a
+  // route lock.
+  Status EraseIfMatch(std::string_view key, std::uint64_t id,
+                      const Entry* entry, WriteBudget* /*budget*/ = nullptr) {
+    if (entry == nullptr) return InvalidArgumentError();
     Bucket& bucket = BucketFor(key);
     Owner unlinked;
     {
       WriterLock lock(&bucket.mu);
       auto it = bucket.map.find(key);
-      if (it == bucket.map.end()) return false;
-      if (it->second.get() != entry || it->second->id() != id) return false;
+      if (it == bucket.map.end() || it->second.get() != entry ||
+          it->second->id() != id) {
+        return NotFoundError();
+      }
       unlinked = std::move(it->second);
       bucket.map.erase(it);
     }
-    return true;
+    return Status::Ok();
   }
 
   // Occupancy, read bucket by bucket under each shared lock (not an atomic

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "cairn/route/route_options.h"
+#include "cairn/route/internal/route_hash.h"
 
 namespace cairn::bench {
 

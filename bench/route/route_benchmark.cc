@@ -29,6 +29,7 @@
 #include "bench/baselines/shard_route.h"
 #include "cairn/base/mutex.h"
 #include "cairn/route/object_route_index.h"
+#include "testing/route_peer.h"
 
 namespace cairn {
 namespace {
@@ -119,8 +120,7 @@ struct CallbackRouteImpl {
     return route.BucketIndex(key);
   }
   bool Erase(const Owner& e) {
-    Result<bool> r = route.EraseIfMatch(e->key, e->id(), e.get());
-    return r.ok() && *r;
+    return route.EraseIfMatch(e->key, e->id(), e.get()).ok();
   }
 };
 
@@ -138,12 +138,12 @@ struct EpochUnstagedImpl : EpochImpl {
   static constexpr const char* kName = "epoch_unstaged";
   void ReadBatch(std::span<const std::string_view> keys,
                  std::uint64_t* sink) const {
-    route.WithEntriesUnstaged(
-        keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+    route_internal::ObjectRouteIndexTestPeer::WithEntriesUnstaged(
+        route, keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
   }
   void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
-    route.WithEntriesUnstaged(
-        keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+    route_internal::ObjectRouteIndexTestPeer::WithEntriesUnstaged(
+        route, keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
   }
 };
 
@@ -343,7 +343,7 @@ void BM_RouteBucketSweep(benchmark::State& state) {
   const auto start = std::chrono::steady_clock::now();
   for (const Owner& o : fresh) {
     if (!route->Publish(o->key, o).ok()) std::abort();
-    if (!*route->EraseIfMatch(o->key, o->id(), o.get())) std::abort();
+    if (!route->EraseIfMatch(o->key, o->id(), o.get()).ok()) std::abort();
   }
   const double ns = std::chrono::duration<double, std::nano>(
                         std::chrono::steady_clock::now() - start)

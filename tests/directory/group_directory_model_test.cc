@@ -174,12 +174,12 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
         case 4: {  // matched erase with a current or stale identity
           if (history.empty()) break;
           const auto& [old_key, handle] = pick(history);
-          const bool ok = dir.EraseIfMatch(old_key, handle->id(), handle.get(),
-                                           EraseOptions{true});
+          const Status s = dir.EraseIfMatch(old_key, handle->id(), handle.get(),
+                                            EraseOptions{true});
           auto it = model.objects.find(old_key);
           const bool expect =
               it != model.objects.end() && it->second.id == handle->id();
-          EXPECT_EQ(ok, expect);
+          EXPECT_EQ(s.code(), expect ? StatusCode::kOk : StatusCode::kNotFound);
           if (expect) model.Remove(old_key);
           break;
         }

@@ -22,6 +22,7 @@
 
 #include "cairn/base/clock.h"
 #include "directory/directory_testing.h"
+#include "testing/directory_peer.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -73,7 +74,7 @@ TYPED_TEST_SUITE(GroupDirectoryTest, testing::RouteTypes,
 // ---- D1-D9 ------------------------------------------------------------------
 
 TYPED_TEST(GroupDirectoryTest,
-           D1_CallbackRunsUnderObjectLockWithLifecycleValidated) {
+           D1CallbackRunsUnderObjectLockWithLifecycleValidated) {
   using ViewT = typename TestFixture::View;
   using AccessT = typename TestFixture::Access;
   static_assert(!std::is_copy_constructible_v<ViewT>);
@@ -132,7 +133,7 @@ TYPED_TEST(GroupDirectoryTest,
   EXPECT_EQ(calls, 1);
 }
 
-TYPED_TEST(GroupDirectoryTest, D2_PinReturnsHandleThatKeepsMemoryNotValidity) {
+TYPED_TEST(GroupDirectoryTest, D2PinReturnsHandleThatKeepsMemoryNotValidity) {
   typename TestFixture::Directory dir(this->Options());
   this->Must(dir.Create("k", {}, TestPayload{41, 0, 0}));
   auto pinned = dir.Pin("k");
@@ -151,7 +152,7 @@ TYPED_TEST(GroupDirectoryTest, D2_PinReturnsHandleThatKeepsMemoryNotValidity) {
   EXPECT_TRUE(dir.WithHandle(fresh, [](auto&) {}).ok());
 }
 
-TYPED_TEST(GroupDirectoryTest, D3_PublishIsInsertOnly) {
+TYPED_TEST(GroupDirectoryTest, D3PublishIsInsertOnly) {
   // Route level: the second Publish fails and leaves both owners untouched.
   struct FakeEntry {
     std::uint64_t id_;
@@ -185,31 +186,32 @@ TYPED_TEST(GroupDirectoryTest, D3_PublishIsInsertOnly) {
                   .ok());
 }
 
-TYPED_TEST(GroupDirectoryTest, D4_StaleEraseIfMatchNeverUnlinksRecreatedEntry) {
+TYPED_TEST(GroupDirectoryTest, D4StaleEraseIfMatchNeverUnlinksRecreatedEntry) {
   typename TestFixture::Directory dir(this->Options());
   auto old_handle = this->Must(dir.Create("k"));
   const ObjectId old_id = old_handle->id();
   const auto* old_ptr = old_handle.get();
   ASSERT_TRUE(dir.Erase("k").ok());
   auto fresh = this->Must(dir.Create("k"));
-  EXPECT_FALSE(dir.EraseIfMatch("k", old_id, old_ptr));
-  EXPECT_FALSE(dir.EraseIfMatch("k", fresh->id(), old_ptr));
-  EXPECT_FALSE(dir.EraseIfMatch("k", old_id, fresh.get()));
+  const auto not_found = StatusCode::kNotFound;
+  EXPECT_EQ(dir.EraseIfMatch("k", old_id, old_ptr).code(), not_found);
+  EXPECT_EQ(dir.EraseIfMatch("k", fresh->id(), old_ptr).code(), not_found);
+  EXPECT_EQ(dir.EraseIfMatch("k", old_id, fresh.get()).code(), not_found);
   EXPECT_TRUE(dir.Pin("k").ok());
   EXPECT_EQ(this->RemovedCount(), 1u);
   // Released old instance: its address may be reused, the id never is.
   old_handle = {};
   auto fresh2 = this->Must(dir.Create("k2"));
-  EXPECT_FALSE(dir.EraseIfMatch("k2", old_id, fresh2.get()));
-  EXPECT_TRUE(dir.EraseIfMatch("k", fresh->id(), fresh.get()));
-  EXPECT_FALSE(dir.EraseIfMatch("k", fresh->id(), fresh.get()));
+  EXPECT_EQ(dir.EraseIfMatch("k2", old_id, fresh2.get()).code(), not_found);
+  EXPECT_TRUE(dir.EraseIfMatch("k", fresh->id(), fresh.get()).ok());
+  EXPECT_EQ(dir.EraseIfMatch("k", fresh->id(), fresh.get()).code(), not_found);
   EXPECT_EQ(this->RemovedCount(), 2u);
   // Route level: the same rule without the directory around it.
   EXPECT_TRUE(dir.Pin("k2").ok());
 }
 
 TYPED_TEST(GroupDirectoryTest,
-           D5_DeferredCallbackNeverMutatesRecreatedInstance) {
+           D5DeferredCallbackNeverMutatesRecreatedInstance) {
   typename TestFixture::Directory dir(this->Options());
   for (const bool grouped : {false, true}) {
     const std::string key = grouped ? "member" : "single";
@@ -251,7 +253,7 @@ TYPED_TEST(GroupDirectoryTest,
 }
 
 TYPED_TEST(GroupDirectoryTest,
-           D6_NoLookupReturnsRemovedObjectAndRemovalEmittedOnce) {
+           D6NoLookupReturnsRemovedObjectAndRemovalEmittedOnce) {
   typename TestFixture::Directory dir(this->Options());
   CreateOptions counted;
   counted.counted_bytes = 100;
@@ -261,7 +263,8 @@ TYPED_TEST(GroupDirectoryTest,
   this->Must(dir.Create("m", member));
   ASSERT_TRUE(dir.Erase("k").ok());
   EXPECT_EQ(dir.Erase("k").code(), StatusCode::kNotFound);
-  EXPECT_FALSE(dir.EraseIfMatch("k", h->id(), h.get()));
+  EXPECT_EQ(dir.EraseIfMatch("k", h->id(), h.get()).code(),
+            StatusCode::kNotFound);
   EXPECT_EQ(dir.WithObject("k", [](auto&) { ADD_FAILURE(); }).code(),
             StatusCode::kNotFound);
   EXPECT_EQ(dir.Pin("k").status().code(), StatusCode::kNotFound);
@@ -283,7 +286,7 @@ TYPED_TEST(GroupDirectoryTest,
   EXPECT_EQ(this->removed_bytes_, 110u);
 }
 
-TYPED_TEST(GroupDirectoryTest, D7_HeldMemberHandleKeepsWholeGroupAlive) {
+TYPED_TEST(GroupDirectoryTest, D7HeldMemberHandleKeepsWholeGroupAlive) {
   typename TestFixture::Directory dir(this->Options());
   auto a = this->Must(dir.Create("a", InGroup("g"), TestPayload{1, 0, 0}));
   auto b = this->Must(dir.Create("b", InGroup("g")));
@@ -307,7 +310,10 @@ TYPED_TEST(GroupDirectoryTest, D7_HeldMemberHandleKeepsWholeGroupAlive) {
   a = {};
   if constexpr (!TypeParam::kUnlinkFreesImmediately) {
     // The retired snapshots still own the members until a grace period.
-    ASSERT_TRUE(dir.route().epoch_domain().Barrier().ok());
+    ASSERT_TRUE(directory_internal::GroupDirectoryTestPeer::route(dir)
+                    .epoch_domain()
+                    .Barrier()
+                    .ok());
   }
   EXPECT_TRUE(weak_group.expired());
   // A singleton handle across erase stays dereferenceable too.
@@ -316,7 +322,7 @@ TYPED_TEST(GroupDirectoryTest, D7_HeldMemberHandleKeepsWholeGroupAlive) {
   EXPECT_EQ(s->key(), "s");
 }
 
-TYPED_TEST(GroupDirectoryTest, D8_MemberNeverRoutedBeforeGroupAndLeaseWired) {
+TYPED_TEST(GroupDirectoryTest, D8MemberNeverRoutedBeforeGroupAndLeaseWired) {
   typename TestFixture::Directory dir(this->Options());
   constexpr int kMembers = 200;
   std::atomic<bool> stop{false};
@@ -353,7 +359,7 @@ TYPED_TEST(GroupDirectoryTest, D8_MemberNeverRoutedBeforeGroupAndLeaseWired) {
 }
 
 TYPED_TEST(GroupDirectoryTest,
-           D9_VisitHandlesCopiesBoundedChunksWithoutHoldingLocks) {
+           D9VisitHandlesCopiesBoundedChunksWithoutHoldingLocks) {
   DirectoryOptions options = this->Options();
   options.route.bucket_count = 4;
   typename TestFixture::Directory dir(std::move(options));
@@ -391,7 +397,7 @@ TYPED_TEST(GroupDirectoryTest,
 // ---- L1-L3 ------------------------------------------------------------------
 
 TYPED_TEST(GroupDirectoryTest,
-           L1_WritersSharingBucketAndStripeNeverWaitOnOtherObjectLock) {
+           L1WritersSharingBucketAndStripeNeverWaitOnOtherObjectLock) {
   DirectoryOptions options = this->Options();
   options.route.bucket_count = 1;  // every key shares the bucket
   options.lifecycle_stripes = 1;   // and the stripe
@@ -431,7 +437,7 @@ TYPED_TEST(GroupDirectoryTest,
 }
 
 TYPED_TEST(GroupDirectoryTest,
-           L2_OneLockOrderAcrossGroupMemberAndRouteOperations) {
+           L2OneLockOrderAcrossGroupMemberAndRouteOperations) {
   // Every lock-taking path, interleaved on a small key space; TSan's deadlock
   // detector (detect_deadlocks=1) reports any lock-order cycle it observes.
   DirectoryOptions options = this->Options();
@@ -485,7 +491,7 @@ TYPED_TEST(GroupDirectoryTest,
   EXPECT_EQ(dir.Diagnostics().route.entries, dir.object_count());
 }
 
-TYPED_TEST(GroupDirectoryTest, L3_NoLockHeldAcrossHostCallbacks) {
+TYPED_TEST(GroupDirectoryTest, L3NoLockHeldAcrossHostCallbacks) {
   // The removal callback re-enters the directory on every lock the erase
   // took: the same key's stripe, the same group, the route bucket, the
   // catalog. With any of them still held this would self-deadlock.
@@ -528,7 +534,7 @@ TYPED_TEST(GroupDirectoryTest, L3_NoLockHeldAcrossHostCallbacks) {
 
 // ---- P1-P5 ------------------------------------------------------------------
 
-TYPED_TEST(GroupDirectoryTest, P1_LeaseGrantNeverMovesDeadlineEarlier) {
+TYPED_TEST(GroupDirectoryTest, P1LeaseGrantNeverMovesDeadlineEarlier) {
   typename TestFixture::Directory dir(this->Options());
   CreateOptions options;
   options.lease_ttl = seconds(10);
@@ -555,7 +561,7 @@ TYPED_TEST(GroupDirectoryTest, P1_LeaseGrantNeverMovesDeadlineEarlier) {
           .ok());
 }
 
-TYPED_TEST(GroupDirectoryTest, P2_MemberReadExtendsSharedGroupLease) {
+TYPED_TEST(GroupDirectoryTest, P2MemberReadExtendsSharedGroupLease) {
   DirectoryOptions options = this->Options();
   options.read_lease_ttl = seconds(5);
   typename TestFixture::Directory dir(std::move(options));
@@ -584,7 +590,7 @@ TYPED_TEST(GroupDirectoryTest, P2_MemberReadExtendsSharedGroupLease) {
 }
 
 TYPED_TEST(GroupDirectoryTest,
-           P3_ReadsNeverExtendSoftPinAndHardPinIsSetAtCreation) {
+           P3ReadsNeverExtendSoftPinAndHardPinIsSetAtCreation) {
   DirectoryOptions options = this->Options();
   options.read_lease_ttl = seconds(5);
   typename TestFixture::Directory dir(std::move(options));
@@ -613,7 +619,7 @@ TYPED_TEST(GroupDirectoryTest,
           .ok());
 }
 
-TYPED_TEST(GroupDirectoryTest, P4_UnexpiredLeaseBlocksEraseWithoutForce) {
+TYPED_TEST(GroupDirectoryTest, P4UnexpiredLeaseBlocksEraseWithoutForce) {
   typename TestFixture::Directory dir(this->Options());
   CreateOptions leased;
   leased.lease_ttl = seconds(10);
@@ -623,7 +629,8 @@ TYPED_TEST(GroupDirectoryTest, P4_UnexpiredLeaseBlocksEraseWithoutForce) {
   this->Must(dir.Create("m1", member));
   this->Must(dir.Create("m2", InGroup("g")));
   EXPECT_EQ(dir.Erase("s").code(), StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(dir.EraseIfMatch("s", s->id(), s.get()));
+  EXPECT_EQ(dir.EraseIfMatch("s", s->id(), s.get()).code(),
+            StatusCode::kFailedPrecondition);
   EXPECT_EQ(dir.Erase("m2").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(dir.EraseGroup("g").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(dir.object_count(), 3u);  // all or none: nothing went
@@ -636,7 +643,7 @@ TYPED_TEST(GroupDirectoryTest, P4_UnexpiredLeaseBlocksEraseWithoutForce) {
   EXPECT_EQ(this->RemovedCount(), 3u);
 }
 
-TYPED_TEST(GroupDirectoryTest, P5_ClockIsInjectedAndDrivesExpiry) {
+TYPED_TEST(GroupDirectoryTest, P5ClockIsInjectedAndDrivesExpiry) {
   typename TestFixture::Directory dir(this->Options());
   CreateOptions leased;
   leased.lease_ttl = seconds(3600);
@@ -831,9 +838,12 @@ TYPED_TEST(GroupDirectoryTest, BadInputIsRejectedWithoutStateChange) {
   EXPECT_EQ(dir.Erase("").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(dir.Erase("nope").code(), StatusCode::kNotFound);
   EXPECT_EQ(dir.EraseGroup("nope").code(), StatusCode::kNotFound);
-  EXPECT_FALSE(dir.EraseIfMatch("ok", h->id() + 1, h.get()));
-  EXPECT_FALSE(dir.EraseIfMatch("ok", h->id(), nullptr));
-  EXPECT_FALSE(dir.EraseIfMatch("", h->id(), h.get()));
+  EXPECT_EQ(dir.EraseIfMatch("ok", h->id() + 1, h.get()).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(dir.EraseIfMatch("ok", h->id(), nullptr).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(dir.EraseIfMatch("", h->id(), h.get()).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(dir.WithHandle(typename TestFixture::Handle(), [](auto&) {}).code(),
             StatusCode::kInvalidArgument);
   expect_unchanged();
@@ -913,7 +923,7 @@ TYPED_TEST(GroupDirectoryTest, EveryCallAfterShutdownIsUnavailable) {
   EXPECT_EQ(dir.FindGroup("g").status().code(), unavailable);
   EXPECT_EQ(dir.Erase("k").code(), unavailable);
   EXPECT_EQ(dir.EraseGroup("g").code(), unavailable);
-  EXPECT_FALSE(dir.EraseIfMatch("k", h->id(), h.get()));
+  EXPECT_EQ(dir.EraseIfMatch("k", h->id(), h.get()).code(), unavailable);
   EXPECT_EQ(dir.object_count(), 1u);
   EXPECT_EQ(h->key(), "k");
   EXPECT_EQ(this->RemovedCount(), 0u);
@@ -952,8 +962,8 @@ class FlakyRoute {
     if (Take(fail_publishes)) return ResourceExhaustedError("injected");
     return inner_.Publish(key, std::move(owner), budget);
   }
-  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-                            const Entry* entry, WriteBudget* budget) {
+  Status EraseIfMatch(std::string_view key, std::uint64_t id,
+                      const Entry* entry, WriteBudget* budget) {
     if (Take(fail_unlinks)) return ResourceExhaustedError("injected");
     return inner_.EraseIfMatch(key, id, entry, budget);
   }
@@ -977,19 +987,36 @@ class FlakyRoute {
 
 using FlakyDirectory = GroupDirectory<TestPayload, FlakyRoute>;
 
+// GroupDirectory requires its route to be an ObjectRoute; a route that
+// misses a member is rejected where the directory type is named.
+template <typename Entry>
+class RouteWithoutVisit : public FlakyRoute<Entry> {
+ public:
+  using FlakyRoute<Entry>::FlakyRoute;
+  void VisitHandles() = delete;  // hides the inherited member template
+};
+static_assert(DirectoryRoute<ObjectRouteIndex, TestPayload>);
+static_assert(DirectoryRoute<LockedRoute, TestPayload>);
+static_assert(DirectoryRoute<FlakyRoute, TestPayload>);
+static_assert(DirectoryRoute<FlakyRoute, EmptyPayload>);
+static_assert(!DirectoryRoute<RouteWithoutVisit, TestPayload>);
+
 TEST(GroupDirectoryRouteErrorTest, PublishErrorLeavesNoState) {
   FlakyDirectory dir;
-  dir.route().fail_publishes.store(1);
+  directory_internal::GroupDirectoryTestPeer::route(dir).fail_publishes.store(
+      1);
   EXPECT_EQ(dir.Create("s").status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(dir.Pin("s").status().code(), StatusCode::kNotFound);
-  dir.route().fail_publishes.store(1);
+  directory_internal::GroupDirectoryTestPeer::route(dir).fail_publishes.store(
+      1);
   EXPECT_EQ(dir.Create("m", InGroup("fresh")).status().code(),
             StatusCode::kResourceExhausted);
   EXPECT_EQ(dir.FindGroup("fresh").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(dir.group_count(), 0u);
   auto first = dir.Create("m1", InGroup("g"));
   ASSERT_TRUE(first.ok());
-  dir.route().fail_publishes.store(1);
+  directory_internal::GroupDirectoryTestPeer::route(dir).fail_publishes.store(
+      1);
   EXPECT_EQ(dir.Create("m2", InGroup("g")).status().code(),
             StatusCode::kResourceExhausted);
   EXPECT_EQ(first.value().group()->MemberIds(),
@@ -1010,7 +1037,7 @@ TEST(GroupDirectoryRouteErrorTest, UnlinkErrorCommitsRemovalAndRetriesUnlink) {
   ASSERT_TRUE(dir.Create("k").ok());
   ASSERT_TRUE(dir.Create("a", InGroup("g")).ok());
   ASSERT_TRUE(dir.Create("b", InGroup("g")).ok());
-  dir.route().fail_unlinks.store(1);
+  directory_internal::GroupDirectoryTestPeer::route(dir).fail_unlinks.store(1);
   ASSERT_TRUE(dir.Erase("k").ok());
   EXPECT_EQ(removals, 1);
   EXPECT_EQ(dir.Pin("k").status().code(), StatusCode::kNotFound);
@@ -1020,7 +1047,7 @@ TEST(GroupDirectoryRouteErrorTest, UnlinkErrorCommitsRemovalAndRetriesUnlink) {
   EXPECT_EQ(dir.Erase("k").code(), StatusCode::kNotFound);
   EXPECT_EQ(dir.Diagnostics().pending_unlinks, 0u);
   EXPECT_EQ(dir.Diagnostics().route.entries, 2u);
-  dir.route().fail_unlinks.store(2);
+  directory_internal::GroupDirectoryTestPeer::route(dir).fail_unlinks.store(2);
   ASSERT_TRUE(dir.EraseGroup("g").ok());  // both member unlinks fail
   EXPECT_EQ(removals, 3);
   EXPECT_EQ(dir.FindGroup("g").status().code(), StatusCode::kNotFound);
@@ -1030,7 +1057,7 @@ TEST(GroupDirectoryRouteErrorTest, UnlinkErrorCommitsRemovalAndRetriesUnlink) {
   EXPECT_EQ(visited, 0u);
   // The retry of `a` fails again, `b` goes; the create of `a` then finishes
   // the unlink of the removed instance itself.
-  dir.route().fail_unlinks.store(1);
+  directory_internal::GroupDirectoryTestPeer::route(dir).fail_unlinks.store(1);
   auto again = dir.Create("a");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(dir.Diagnostics().route.entries, 1u);
@@ -1040,6 +1067,75 @@ TEST(GroupDirectoryRouteErrorTest, UnlinkErrorCommitsRemovalAndRetriesUnlink) {
   EXPECT_TRUE(dir.Pin("a").ok());
   EXPECT_EQ(dir.object_count(), 1u);
   EXPECT_EQ(removals, 3);
+}
+
+// L3 on a failed create: the entry that was never routed is destroyed, and
+// its payload's destructor (host code) runs, only after every directory lock
+// is released. The destructor asks another thread to create a key on the
+// directory's only lifecycle stripe and waits for it: with the stripe still
+// held that create cannot finish in time (the destructor then records the
+// failure and lets it finish later instead of deadlocking).
+struct ProbePayload;
+using ProbeDirectory = GroupDirectory<ProbePayload, FlakyRoute>;
+
+struct ProbePayload {
+  ProbeDirectory* dir = nullptr;
+  std::atomic<int>* destroyed = nullptr;
+  std::atomic<int>* under_lock = nullptr;
+  std::vector<std::thread>* probes = nullptr;
+  ProbePayload() = default;
+  ProbePayload(ProbeDirectory* d, std::atomic<int>* n, std::atomic<int>* bad,
+               std::vector<std::thread>* p)
+      : dir(d), destroyed(n), under_lock(bad), probes(p) {}
+  ProbePayload(ProbePayload&& other) noexcept
+      : dir(std::exchange(other.dir, nullptr)),
+        destroyed(other.destroyed),
+        under_lock(other.under_lock),
+        probes(other.probes) {}
+  ProbePayload& operator=(ProbePayload&&) = delete;
+  ~ProbePayload() {
+    if (dir == nullptr) return;
+    const int n = destroyed->fetch_add(1) + 1;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    ProbeDirectory* d = dir;
+    probes->emplace_back([d, done, n] {
+      EXPECT_TRUE(d->Create(testing::Key("probe-", n)).ok());
+      done->store(true);
+    });
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!done->load() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!done->load()) under_lock->fetch_add(1);
+  }
+};
+
+TEST(GroupDirectoryRouteErrorTest,
+     L3FailedCreateDestroysPayloadWithNoDirectoryLockHeld) {
+  std::atomic<int> destroyed{0}, under_lock{0};
+  std::vector<std::thread> probes;
+  {
+    DirectoryOptions options;
+    options.lifecycle_stripes = 1;  // the probe needs the creator's stripe
+    ProbeDirectory dir(std::move(options));
+    ASSERT_TRUE(dir.Create("m0", InGroup("g")).ok());
+    for (const bool member : {false, true}) {
+      directory_internal::GroupDirectoryTestPeer::route(dir)
+          .fail_publishes.store(1);
+      auto made = dir.Create(
+          member ? "m1" : "s", member ? InGroup("g") : CreateOptions{},
+          ProbePayload(&dir, &destroyed, &under_lock, &probes));
+      EXPECT_EQ(made.status().code(), StatusCode::kResourceExhausted);
+      EXPECT_EQ(destroyed.load(), member ? 2 : 1) << "payload kept alive";
+      EXPECT_EQ(under_lock.exchange(0), 0)
+          << (member ? "member" : "singleton")
+          << " payload destroyed under a directory lock";
+    }
+    for (std::thread& t : probes) t.join();
+    EXPECT_TRUE(dir.Pin("probe-1").ok());
+    EXPECT_TRUE(dir.Pin("probe-2").ok());
+  }
 }
 
 }  // namespace

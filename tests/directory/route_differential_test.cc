@@ -135,19 +135,20 @@ class Driver {
         b = hb.status().code();
         if (ha.ok() && hb.ok()) {
           // A stale matched erase (wrong id) never unlinks; a right one does.
-          const bool stale_a = epoch_.EraseIfMatch(
+          const Status stale_a = epoch_.EraseIfMatch(
               key, ha.value()->id() + 1000000, ha.value().get());
-          const bool stale_b = oracle_.EraseIfMatch(
+          const Status stale_b = oracle_.EraseIfMatch(
               key, hb.value()->id() + 1000000, hb.value().get());
-          if (stale_a || stale_b) {
+          if (stale_a.code() != StatusCode::kNotFound ||
+              stale_b.code() != StatusCode::kNotFound) {
             *why = "stale EraseIfMatch unlinked " + key;
             return false;
           }
-          const bool erased_a =
+          const Status erased_a =
               epoch_.EraseIfMatch(key, ha.value()->id(), ha.value().get());
-          const bool erased_b =
+          const Status erased_b =
               oracle_.EraseIfMatch(key, hb.value()->id(), hb.value().get());
-          if (erased_a != erased_b) {
+          if (erased_a.code() != erased_b.code()) {
             *why = "EraseIfMatch differs for " + key;
             return false;
           }

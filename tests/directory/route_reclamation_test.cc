@@ -162,7 +162,7 @@ struct ReentrantPayload {
   }
 };
 
-TEST(RouteReclamationTest, L3_EntryDestructorsRunWithNoDirectoryLockHeld) {
+TEST(RouteReclamationTest, L3EntryDestructorsRunWithNoDirectoryLockHeld) {
   testing::Watchdog watchdog(testing::kWatchdogBound, "reentrant destructor");
   EpochOptions epoch_options;
   epoch_options.reclaim_every = 1;

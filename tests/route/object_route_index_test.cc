@@ -16,7 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/baselines/locked_route.h"
 #include "cairn/epoch/epoch_domain.h"
+#include "cairn/route/route_concept.h"
+#include "testing/route_peer.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -55,7 +58,7 @@ TEST(ObjectRouteIndexTest, PublishThenLookupBorrowsTheEntry) {
   EXPECT_EQ(a.use_count(), 2) << "the route holds exactly one owner";
 }
 
-TEST(ObjectRouteIndexTest, D3_PublishIsInsertOnly) {
+TEST(ObjectRouteIndexTest, D3PublishIsInsertOnly) {
   Route route;
   Owner first = Make(1, "k"), second = Make(2, "k");
   ASSERT_TRUE(route.Publish("k", first).ok());
@@ -65,22 +68,71 @@ TEST(ObjectRouteIndexTest, D3_PublishIsInsertOnly) {
   EXPECT_EQ(second.use_count(), 1) << "the candidate was kept";
 }
 
-TEST(ObjectRouteIndexTest, D4_EraseIfMatchNeedsIdAndPointer) {
+TEST(ObjectRouteIndexTest, D4EraseIfMatchNeedsIdAndPointer) {
   Route route;
   Owner old_entry = Make(1, "k");
   ASSERT_TRUE(route.Publish("k", old_entry).ok());
-  ASSERT_TRUE(*route.EraseIfMatch("k", 1, old_entry.get()));
+  ASSERT_TRUE(route.EraseIfMatch("k", 1, old_entry.get()).ok());
   Owner recreated = Make(2, "k");
   ASSERT_TRUE(route.Publish("k", recreated).ok());
   // A stale eraser of the first instance: same key, old id and pointer.
-  EXPECT_FALSE(*route.EraseIfMatch("k", 1, old_entry.get()));
-  EXPECT_FALSE(*route.EraseIfMatch("k", 1, recreated.get())) << "wrong id";
-  EXPECT_FALSE(*route.EraseIfMatch("k", 2, old_entry.get())) << "wrong ptr";
-  EXPECT_FALSE(*route.EraseIfMatch("missing", 2, recreated.get()));
+  const auto not_found = StatusCode::kNotFound;
+  EXPECT_EQ(route.EraseIfMatch("k", 1, old_entry.get()).code(), not_found);
+  EXPECT_EQ(route.EraseIfMatch("k", 1, recreated.get()).code(), not_found)
+      << "wrong id";
+  EXPECT_EQ(route.EraseIfMatch("k", 2, old_entry.get()).code(), not_found)
+      << "wrong ptr";
+  EXPECT_EQ(route.EraseIfMatch("missing", 2, recreated.get()).code(),
+            not_found);
+  EXPECT_EQ(route.EraseIfMatch("k", 2, nullptr).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(Find(route, "k"), recreated.get());
-  ASSERT_TRUE(*route.EraseIfMatch("k", 2, recreated.get()));
+  ASSERT_TRUE(route.EraseIfMatch("k", 2, recreated.get()).ok());
   EXPECT_EQ(Find(route, "k"), nullptr);
 }
+
+// The route interface is a concept: both routes satisfy it, and a route
+// missing a member (here EraseIfMatch) does not.
+template <typename Entry>
+struct RouteWithoutErase {
+  using Owner = std::shared_ptr<Entry>;
+  struct WriteBudget {};
+  explicit RouteWithoutErase(const RouteOptions&) {}
+  template <typename Fn>
+  void WithEntry(std::string_view, Fn&&) const {}
+  template <typename Fn>
+  void WithEntries(std::span<const std::string_view>, Fn&&) const {}
+  Owner Pin(std::string_view) const { return nullptr; }
+  template <typename Fn>
+  void VisitHandles(std::size_t, Fn&&) const {}
+  Result<WriteBudget> PrepareWrite(std::string_view) { return WriteBudget{}; }
+  void ReclaimIfDue() {}
+  Status Publish(std::string_view, Owner, WriteBudget*) { return Status(); }
+  RouteDiagnostics Diagnostics() const { return {}; }
+};
+// The same route with EraseIfMatch in the old shape (Result<bool>).
+template <typename Entry>
+struct RouteWithBoolErase : RouteWithoutErase<Entry> {
+  using RouteWithoutErase<Entry>::RouteWithoutErase;
+  Result<bool> EraseIfMatch(std::string_view, std::uint64_t, const Entry*,
+                            typename RouteWithoutErase<Entry>::WriteBudget*) {
+    return false;
+  }
+};
+template <typename Entry>
+struct CompleteRoute : RouteWithoutErase<Entry> {
+  using RouteWithoutErase<Entry>::RouteWithoutErase;
+  Status EraseIfMatch(std::string_view, std::uint64_t, const Entry*,
+                      typename RouteWithoutErase<Entry>::WriteBudget*) {
+    return Status();
+  }
+};
+static_assert(ObjectRoute<ObjectRouteIndex<TestEntry>, TestEntry>);
+static_assert(ObjectRoute<LockedRoute<TestEntry>, TestEntry>);
+static_assert(ObjectRoute<CompleteRoute<TestEntry>, TestEntry>);
+static_assert(!ObjectRoute<RouteWithoutErase<TestEntry>, TestEntry>);
+static_assert(!ObjectRoute<RouteWithBoolErase<TestEntry>, TestEntry>);
+static_assert(!ObjectRoute<ObjectRouteIndex<TestEntry>, int>);
 
 TEST(ObjectRouteIndexTest, CollisionsInOneBucketStayDistinct) {
   RouteOptions options;
@@ -93,7 +145,8 @@ TEST(ObjectRouteIndexTest, CollisionsInOneBucketStayDistinct) {
     ASSERT_TRUE(route.Publish(owners.back()->key, owners.back()).ok());
   }
   for (int i = 0; i < 300; i += 2) {
-    ASSERT_TRUE(*route.EraseIfMatch(owners[i]->key, i + 1, owners[i].get()));
+    ASSERT_TRUE(
+        route.EraseIfMatch(owners[i]->key, i + 1, owners[i].get()).ok());
   }
   for (int i = 0; i < 300; ++i) {
     EXPECT_EQ(Find(route, owners[i]->key), i % 2 ? owners[i].get() : nullptr)
@@ -122,8 +175,8 @@ TEST(ObjectRouteIndexTest, BatchFindsEveryKeyInOrderStagedOrNot) {
   std::vector<std::string_view> views(keys.begin(), keys.end());
   std::vector<TestEntry*> staged(views.size()), plain(views.size());
   route.WithEntries(views, [&](std::size_t i, TestEntry* e) { staged[i] = e; });
-  route.WithEntriesUnstaged(views,
-                            [&](std::size_t i, TestEntry* e) { plain[i] = e; });
+  route_internal::ObjectRouteIndexTestPeer::WithEntriesUnstaged(
+      route, views, [&](std::size_t i, TestEntry* e) { plain[i] = e; });
   for (std::size_t i = 0; i < views.size(); ++i) {
     TestEntry* expected = Find(route, views[i]);
     EXPECT_EQ(staged[i], expected) << i;
@@ -132,7 +185,7 @@ TEST(ObjectRouteIndexTest, BatchFindsEveryKeyInOrderStagedOrNot) {
   }
 }
 
-TEST(ObjectRouteIndexTest, D9_VisitHandlesEmitsBoundedChunks) {
+TEST(ObjectRouteIndexTest, D9VisitHandlesEmitsBoundedChunks) {
   RouteOptions options;
   options.bucket_count = 64;
   Route route(options);
@@ -171,7 +224,7 @@ TEST(ObjectRouteIndexTest, UnlinkedOwnerIsReleasedAfterAGracePeriod) {
     TestEntry* borrowed = Find(route, "k");
     ASSERT_NE(borrowed, nullptr);
     std::thread([&] {
-      ASSERT_TRUE(*route.EraseIfMatch("k", 1, borrowed));
+      ASSERT_TRUE(route.EraseIfMatch("k", 1, borrowed).ok());
       domain.TryReclaim();
       domain.TryReclaim();
     }).join();
@@ -181,6 +234,100 @@ TEST(ObjectRouteIndexTest, UnlinkedOwnerIsReleasedAfterAGracePeriod) {
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_TRUE(watch.expired());
   EXPECT_EQ(route.Diagnostics().retired_bytes, 0u);
+}
+
+// An entry that declares what it keeps alive (ObjectEntry's counted_bytes).
+struct CountedEntry {
+  CountedEntry(std::uint64_t id_in, std::uint64_t bytes)
+      : id_value(id_in), declared(bytes) {}
+  std::uint64_t id() const { return id_value; }
+  std::uint64_t counted_bytes() const { return declared; }
+  std::uint64_t id_value;
+  std::uint64_t declared;
+};
+
+// Item of E4: the retired cap counts what an unlink leaves waiting for a
+// grace period, not only the snapshot: the entry's record and entry object,
+// and the bytes the entry declares.
+TEST(ObjectRouteIndexTest, RetiredBytesCountTheUnlinkedRecordAndDeclaredBytes) {
+  using CountedRoute = ObjectRouteIndex<CountedEntry>;
+  constexpr std::size_t kFixed =
+      sizeof(std::shared_ptr<CountedEntry>) + sizeof(CountedEntry);
+  EpochOptions epoch_options;
+  epoch_options.reclaim_every = 1'000'000;
+  EpochDomain domain(epoch_options);
+  RouteOptions options;
+  options.bucket_count = 1;
+  options.epoch_domain = &domain;
+  CountedRoute route(options);
+  auto heavy = std::make_shared<CountedEntry>(1, 100'000);
+  auto light = std::make_shared<CountedEntry>(2, 0);
+  ASSERT_TRUE(route.Publish("heavy", heavy).ok());
+  ASSERT_TRUE(route.Publish("light", light).ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  ASSERT_EQ(domain.Diagnostics().retired_bytes, 0u);
+  EXPECT_EQ(CountedRoute::RetainedBytes(*heavy), kFixed + 100'000);
+  EXPECT_EQ(CountedRoute::RetainedBytes(*light), kFixed);
+
+  Participant reader = std::move(domain.RegisterParticipant()).value();
+  Guard guard = reader.Enter();  // keeps every retirement pending
+  const std::uint64_t both = route.Diagnostics().snapshot_bytes;
+  ASSERT_TRUE(route.EraseIfMatch("heavy", 1, heavy.get()).ok());
+  const std::uint64_t after_heavy = domain.Diagnostics().retired_bytes;
+  EXPECT_EQ(after_heavy, both + kFixed + 100'000);
+  const std::uint64_t one = route.Diagnostics().snapshot_bytes;
+  ASSERT_TRUE(route.EraseIfMatch("light", 2, light.get()).ok());
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, after_heavy + one + kFixed);
+  EXPECT_EQ(route.Diagnostics().retired_bytes,
+            domain.Diagnostics().retired_bytes);
+}
+
+// An entry declaring more than the whole cap is charged without its
+// declared bytes: otherwise it could never be unlinked.
+TEST(ObjectRouteIndexTest, EntryDeclaringMoreThanTheCapCanStillBeUnlinked) {
+  EpochOptions epoch_options;
+  epoch_options.retired_bytes_cap = 64 << 10;
+  EpochDomain domain(epoch_options);
+  RouteOptions options;
+  options.epoch_domain = &domain;
+  ObjectRouteIndex<CountedEntry> route(options);
+  auto huge = std::make_shared<CountedEntry>(1, std::uint64_t{1} << 30);
+  ASSERT_TRUE(route.Publish("huge", huge).ok());
+  auto budget = route.PrepareWrite("huge");
+  ASSERT_TRUE(budget.ok()) << budget.status().ToString();
+  EXPECT_TRUE(route.EraseIfMatch("huge", 1, huge.get(), &budget.value()).ok());
+  ASSERT_TRUE(route.Publish("huge", huge).ok());
+  EXPECT_TRUE(route.EraseIfMatch("huge", 1, huge.get()).ok());
+  EXPECT_EQ(route.Pin("huge"), nullptr);
+}
+
+// kUnavailable is cairn's one "shut down" code: once the route's epoch
+// domain is shut down every write that would retire says so, with nothing
+// changed; a miss is still kNotFound and reads keep working.
+TEST(ObjectRouteIndexTest, WritesAfterDomainShutdownAreUnavailable) {
+  EpochDomain domain;
+  RouteOptions options;
+  options.epoch_domain = &domain;
+  Route route(options);
+  Owner kept = Make(1, "kept");
+  ASSERT_TRUE(route.Publish("kept", kept).ok());
+  ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
+  Owner fresh = Make(2, "fresh");
+  EXPECT_EQ(route.Publish("fresh", fresh).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(route.EraseIfMatch("kept", 1, kept.get()).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(route.PrepareWrite("kept").status().code(),
+            StatusCode::kUnavailable);
+  Route::WriteBudget none;
+  EXPECT_EQ(route.Publish("fresh", fresh, &none).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(route.EraseIfMatch("kept", 1, kept.get(), &none).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(route.EraseIfMatch("absent", 1, kept.get()).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(Find(route, "kept"), kept.get());
+  EXPECT_EQ(Find(route, "fresh"), nullptr);
+  EXPECT_EQ(fresh.use_count(), 1);
 }
 
 // The RFC's reclamation gate: a reader stalls inside a batch while writers
@@ -235,10 +382,9 @@ TEST(ObjectRouteIndexReclamationTest,
     Status s = route.Publish(churn->key, churn);
     if (s.ok()) {
       ++ok;
-      Result<bool> erased =
-          route.EraseIfMatch(churn->key, next_id, churn.get());
+      Status erased = route.EraseIfMatch(churn->key, next_id, churn.get());
       if (!erased.ok()) {
-        EXPECT_EQ(erased.status().code(), StatusCode::kResourceExhausted);
+        EXPECT_EQ(erased.code(), StatusCode::kResourceExhausted);
         ++busy;
       }
     } else {
@@ -292,9 +438,7 @@ TEST(ObjectRouteIndexStressTest, ReadersAlwaysSeeLiveEntriesOfTheirKey) {
           Owner fresh = Make(next_id.fetch_add(1), keys[k]);
           if (route.Publish(keys[k], fresh).ok()) mine[k] = fresh;
         } else {
-          Result<bool> r =
-              route.EraseIfMatch(keys[k], mine[k]->id(), mine[k].get());
-          if (r.ok() && *r) {
+          if (route.EraseIfMatch(keys[k], mine[k]->id(), mine[k].get()).ok()) {
             mine[k]->dead.store(true, std::memory_order_relaxed);
             mine[k].reset();
           }

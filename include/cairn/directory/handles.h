@@ -119,7 +119,8 @@ class ObjectView {
     return entry_.lifecycle_.load(std::memory_order_relaxed);
   }
 
-  std::uint64_t size_bytes() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  std::uint64_t size_bytes() const {
+    entry_.mu_.AssertReaderHeld();  // held for the view's whole life
     return entry_.size_bytes_;
   }
   std::uint64_t counted_bytes() const noexcept {
@@ -129,10 +130,12 @@ class ObjectView {
   std::uint64_t version() const noexcept {
     return entry_.version_.load(std::memory_order_relaxed);
   }
-  std::uint32_t tasks() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  std::uint32_t tasks() const {
+    entry_.mu_.AssertReaderHeld();  // held for the view's whole life
     return entry_.tasks_;
   }
-  std::int64_t soft_pin_deadline_nanos() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  std::int64_t soft_pin_deadline_nanos() const {
+    entry_.mu_.AssertReaderHeld();  // held for the view's whole life
     return entry_.soft_pin_deadline_;
   }
   // Effective lease: the group's shared lease for a member (P2).
@@ -142,7 +145,8 @@ class ObjectView {
   bool lease_expired() const noexcept {
     return lease_deadline_nanos() <= clock_->NowNanos();
   }
-  bool soft_pinned() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  bool soft_pinned() const {
+    entry_.mu_.AssertReaderHeld();  // held for the view's whole life
     return entry_.soft_pin_deadline_ > clock_->NowNanos();
   }
   ObjectMetadata metadata() const {
@@ -157,7 +161,8 @@ class ObjectView {
     return m;
   }
 
-  const Payload& payload() const CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  const Payload& payload() const {
+    entry_.mu_.AssertReaderHeld();  // held for the view's whole life
     return entry_.payload_;
   }
 
@@ -200,25 +205,29 @@ class ObjectAccess : public ObjectView<Payload> {
  public:
   using ObjectView<Payload>::payload;
 
-  Payload& payload() CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  Payload& payload() {
+    this->entry_.mu_.AssertHeld();  // held for the access's whole life
     return this->entry_.payload_;
   }
-  void set_size_bytes(std::uint64_t bytes) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  void set_size_bytes(std::uint64_t bytes) {
+    this->entry_.mu_.AssertHeld();  // held for the access's whole life
     this->entry_.size_bytes_ = bytes;
     this->BumpVersion();
   }
   // Soft pin deadline on the injected clock's time line; 0 clears it. Only
   // this call moves a soft pin (P3).
-  void set_soft_pin_deadline_nanos(std::int64_t deadline)
-      CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  void set_soft_pin_deadline_nanos(std::int64_t deadline) {
+    this->entry_.mu_.AssertHeld();  // held for the access's whole life
     this->entry_.soft_pin_deadline_ = deadline;
     this->BumpVersion();
   }
-  void set_task(TaskFlag task) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  void set_task(TaskFlag task) {
+    this->entry_.mu_.AssertHeld();  // held for the access's whole life
     this->entry_.tasks_ |= task;
     this->BumpVersion();
   }
-  void clear_task(TaskFlag task) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+  void clear_task(TaskFlag task) {
+    this->entry_.mu_.AssertHeld();  // held for the access's whole life
     this->entry_.tasks_ &= ~static_cast<std::uint32_t>(task);
     this->BumpVersion();
   }

@@ -28,6 +28,7 @@
 #include "cairn/base/mutex.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
+#include "cairn/route/route_concept.h"
 
 CAIRN_NAMESPACE_BEGIN
 
@@ -71,11 +72,20 @@ struct ObjectMetadata {
 };
 
 template <typename Payload>
+class ObjectEntry;
+template <typename Payload>
 class GroupEntry;
 template <typename Payload>
 class ObjectView;
 template <typename Payload>
 class ObjectAccess;
+
+// A route template GroupDirectory<Payload, Route> can use: Route<Entry> is an
+// ObjectRoute (cairn/route/route_concept.h) for the directory's entry type.
+template <template <typename> class Route, typename Payload>
+concept DirectoryRoute =
+    ObjectRoute<Route<ObjectEntry<Payload>>, ObjectEntry<Payload>>;
+
 template <typename Payload, template <typename> class Route>
 class GroupDirectory;
 

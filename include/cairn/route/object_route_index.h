@@ -11,8 +11,28 @@
 //
 // Entry owners: for a singleton a plain owner; for an explicit group member
 // an aliasing owner whose .get() is the member and whose control block keeps
-// the whole group alive. The route never looks inside an Entry except for
-// `std::uint64_t id() const` (matched unlink, D4).
+// the whole group alive. The route looks inside an Entry only for
+// `std::uint64_t id() const` (matched unlink, D4) and, if Entry has one,
+// `counted_bytes()` (retired bytes, below). It satisfies ObjectRoute
+// (route_concept.h), the interface GroupDirectory requires.
+//
+// Retired bytes (E4). Every write charges the route's epoch domain, against
+// its retired_bytes_cap, for what it leaves waiting for a grace period:
+//   counted: the replaced bucket snapshot (its whole allocation: header,
+//     slots and key bytes); for an unlink also the entry's RouteRecord, the
+//     Entry object (sizeof(Entry)) and the entry's declared
+//     `counted_bytes()` (what the host says the entry keeps alive; an entry
+//     declaring more than the whole cap is charged without them, so it can
+//     still be unlinked). See RetainedBytes().
+//   not counted: the shared_ptr control block, heap memory the entry owns
+//     beyond what it declares (a long key, a payload's buffers), and for a
+//     group member the group, which other members may keep alive anyway.
+// A charge is released when the deleter ran. The retired cap therefore
+// bounds snapshots, records and declared entry memory, not every byte.
+//
+// Errors: code-only kNotFound and kAlreadyExists; kResourceExhausted when
+// busy (the retired cap stayed full, E4) or out of memory; kUnavailable once
+// the route's epoch domain is shut down (writes only: reads keep working).
 //
 // Thread safety: every member is safe from any thread. Reads (WithEntry,
 // WithEntries, Pin, VisitHandles, Diagnostics) take no lock and write no
@@ -47,12 +67,23 @@
 #include "cairn/base/version.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/internal/bucket_snapshot.h"
+#include "cairn/route/internal/chunk_emitter.h"
+#include "cairn/route/internal/route_hash.h"
+#include "cairn/route/route_concept.h"
+#include "cairn/route/route_diagnostics.h"
 #include "cairn/route/route_options.h"
 
 CAIRN_NAMESPACE_BEGIN
 
+namespace route_internal {
+class ObjectRouteIndexTestPeer;
+}  // namespace route_internal
+
 template <typename Entry>
 class ObjectRouteIndex {
+  static_assert(RoutableEntry<Entry>,
+                "a route Entry needs `std::uint64_t id() const`");
+
  public:
   using Owner = std::shared_ptr<Entry>;
 
@@ -131,17 +162,6 @@ class ObjectRouteIndex {
     }
   }
 
-  // The same batch without staging: the baseline that decides whether the
-  // staged loop above earns its place (bench/route).
-  template <typename Fn>
-  void WithEntriesUnstaged(std::span<const std::string_view> keys,
-                           Fn&& fn) const {
-    Guard guard = domain_->EnterOnThisThread();
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      fn(i, Lookup(route_internal::RouteHash(keys[i]), keys[i]));
-    }
-  }
-
   // A strong owner copied from the protected snapshot, or null (D2).
   Owner Pin(std::string_view key) const {
     Guard guard = domain_->EnterOnThisThread();
@@ -175,21 +195,29 @@ class ObjectRouteIndex {
     route_internal::EmitChunks(staged, chunk, /*flush=*/true, fn);
   }
 
-  // Takes the retire budget a write to `key`'s bucket needs (its current
-  // snapshot, plus room to grow), waiting for back-pressure like
-  // EpochDomain::Reserve() and running due deleters. Call with no lock
-  // held; errors as Reserve() (kResourceExhausted when busy past the
-  // deadline, kFailedPrecondition inside a guard of the route's domain).
+  // Takes the retire budget a write to `key` needs (its bucket's current
+  // snapshot, the unlink cost of the entry routed under `key` if any, and
+  // room to grow), waiting for back-pressure like EpochDomain::Reserve() and
+  // running due deleters. Call with no lock held. Errors: kResourceExhausted
+  // (busy past the domain's deadline), kUnavailable (the domain is shut
+  // down), kFailedPrecondition (called inside a guard of the route's domain
+  // while the cap is full).
   Result<WriteBudget> PrepareWrite(std::string_view key) {
     const std::uint64_t hash = route_internal::RouteHash(key);
-    std::size_t need;
+    std::size_t need, floor;
     {
       Guard guard = domain_->EnterOnThisThread();
-      need =
-          RetiredCost(BucketFor(hash).current.load(std::memory_order_acquire));
+      const Snapshot* s =
+          BucketFor(hash).current.load(std::memory_order_acquire);
+      need = floor = RetiredCost(s);
+      if (const typename Snapshot::Slot* slot = s->Find(hash, key)) {
+        need += RetainedBytes(*slot->entry);
+        floor += kRecordBytes;
+      }
     }
     need += need / 4;  // the bucket may grow before the write locks it
-    Result<RetireReservation> reserved = domain_->Reserve(need);
+    floor += floor / 4;
+    Result<RetireReservation> reserved = Take(need, floor, /*wait=*/true);
     if (!reserved.ok()) return std::move(reserved).status();
     WriteBudget budget;
     budget.reservation_.emplace(std::move(reserved).value());
@@ -200,10 +228,11 @@ class ObjectRouteIndex {
   // (those writes never run deleters themselves). Call with no lock held.
   void ReclaimIfDue() { domain_->ReclaimIfDue(); }
 
-  // Insert-only (D3). kAlreadyExists if `key` is routed (nothing changes);
-  // kResourceExhausted if the retired cap has no room or a snapshot could
-  // not be allocated (nothing changes). Locks the key's writer stripe to copy
-  // one bucket.
+  // Insert-only (D3). OK: routed. kAlreadyExists: `key` is routed (nothing
+  // changes). kResourceExhausted: the retired cap has no room, or a snapshot
+  // could not be allocated. kUnavailable: the route's epoch domain is shut
+  // down. On every error nothing changes and `owner` is not kept. Locks the
+  // key's writer stripe to copy one bucket.
   //   budget == nullptr: the caller holds no lock; the write may wait for
   //     back-pressure and run deleters, after unlocking the stripe.
   //   budget != nullptr: the caller may hold locks; the write never waits
@@ -216,39 +245,61 @@ class ObjectRouteIndex {
     const std::uint64_t hash = route_internal::RouteHash(key);
     std::unique_ptr<Record> record(new (std::nothrow) Record{owner});
     if (record == nullptr) return AllocationFailed();
-    Status s =
-        Write(hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
-          if (old->Find(hash, key) != nullptr) {
-            return AlreadyExistsError("key is already routed");
-          }
-          *fresh = old->CopyWithInsert(key, hash, record.get());
-          return *fresh != nullptr ? Status::Ok() : AllocationFailed();
+    Status s = Write(
+        hash, budget,
+        [&](const Snapshot* old, std::size_t*, std::size_t*) {
+          if (old->Find(hash, key) != nullptr) return AlreadyExistsError();
+          return Status::Ok();
+        },
+        [&](const Snapshot* old) -> const Snapshot* {
+          return old->CopyWithInsert(key, hash, record.get());
         });
-    if (s.ok()) record.release();  // now shared by the bucket's snapshots
+    if (s.ok()) record.release();  // owned by the bucket's snapshots now
     return s;
   }
 
-  // Matched unlink (D4): unlinks `key` only if it still resolves to an entry
-  // with this id at this address. true: unlinked; false: no match (nothing
-  // changes). Errors as for Publish (nothing changes). The unlinked owner is
+  // Matched unlink (D4): unlinks `key` only if it routes `entry` and
+  // entry->id() == id. OK: unlinked. kNotFound: no such match (nothing to
+  // do; a code-only status, no allocation). kInvalidArgument: null `entry`.
+  // kResourceExhausted, kUnavailable: as Publish. On every error nothing
+  // changes. `entry` is compared before it is dereferenced. Locks and
+  // budget as Publish; a miss needs no budget. The unlinked owner is
   // released after a grace period, never under the stripe lock.
-  Result<bool> EraseIfMatch(std::string_view key, std::uint64_t id,
-                            const Entry* entry, WriteBudget* budget = nullptr) {
+  Status EraseIfMatch(std::string_view key, std::uint64_t id,
+                      const Entry* entry, WriteBudget* budget = nullptr) {
+    if (entry == nullptr) return InvalidArgumentError();
     const std::uint64_t hash = route_internal::RouteHash(key);
-    bool matched = false;
-    Status s =
-        Write(hash, budget, [&](const Snapshot* old, const Snapshot** fresh) {
-          const typename Snapshot::Slot* slot = old->Find(hash, key);
-          matched =
-              slot != nullptr && slot->entry == entry && entry->id() == id;
-          if (!matched) return Status::Ok();
-          *fresh = old->CopyWithErase(slot);
-          if (*fresh == nullptr) return AllocationFailed();
-          old->AdoptUnlinked(slot->record);
+    const typename Snapshot::Slot* slot = nullptr;
+    return Write(
+        hash, budget,
+        [&](const Snapshot* old, std::size_t* extra, std::size_t* floor) {
+          slot = old->Find(hash, key);
+          if (slot == nullptr || slot->entry != entry || entry->id() != id) {
+            return NotFoundError();
+          }
+          *extra = RetainedBytes(*entry);
+          *floor = kRecordBytes;
           return Status::Ok();
+        },
+        [&](const Snapshot* old) {
+          const Snapshot* fresh = old->CopyWithErase(slot);
+          // The record rides on the retired snapshot and is freed with it.
+          if (fresh != nullptr) old->AdoptUnlinked(slot->record);
+          return fresh;
         });
-    if (!s.ok()) return s;
-    return matched;
+  }
+
+  // What an unlinked entry adds to the retired bytes charged to the epoch
+  // domain until its grace period ends: its route record and the entry
+  // object, plus `entry.counted_bytes()` when Entry declares it (the memory
+  // the host says the entry keeps alive). See "Retired bytes" in the file
+  // comment.
+  static std::size_t RetainedBytes(const Entry& entry) noexcept {
+    if constexpr (requires { entry.counted_bytes(); }) {
+      return kRecordBytes + static_cast<std::size_t>(entry.counted_bytes());
+    } else {
+      return kRecordBytes;
+    }
   }
 
   // Occupancy walks every bucket under short guards (not an atomic snapshot
@@ -285,8 +336,13 @@ class ObjectRouteIndex {
   EpochDomain& epoch_domain() const noexcept { return *domain_; }
 
  private:
+  friend class route_internal::ObjectRouteIndexTestPeer;
+
   using Snapshot = route_internal::BucketSnapshot<Entry>;
   using Record = route_internal::RouteRecord<Entry>;
+  // An unlinked entry's fixed share of the retired bytes: its record and the
+  // entry object the record's owner may be the last to hold.
+  static constexpr std::size_t kRecordBytes = sizeof(Record) + sizeof(Entry);
 
   struct Bucket {
     std::atomic<const Snapshot*> current{Snapshot::Empty()};
@@ -316,16 +372,48 @@ class ObjectRouteIndex {
     return s == Snapshot::Empty() ? 0 : s->bytes();
   }
 
+  // Reserves `need` retired bytes (waiting for back-pressure if `wait`). A
+  // request larger than the domain's whole cap (kInvalidArgument: an entry
+  // declaring more than the cap) is retried as `floor`, without the
+  // declared bytes, so such an entry can still be unlinked. The domain's
+  // "shut down" answer becomes kUnavailable.
+  Result<RetireReservation> Take(std::size_t need, std::size_t floor,
+                                 bool wait) {
+    Result<RetireReservation> now = domain_->TryReserve(need);
+    if (!now.ok() && now.status().code() == StatusCode::kInvalidArgument &&
+        floor < need) {
+      return Take(floor, floor, wait);
+    }
+    if (now.ok() || !wait) return Shutdown(std::move(now));
+    if (now.status().code() != StatusCode::kResourceExhausted) {
+      return Shutdown(std::move(now));
+    }
+    return domain_->Reserve(need);
+  }
+  // TryReserve() fails with kFailedPrecondition only when the domain is
+  // shut down (it never waits, so the inside-a-guard case cannot arise).
+  static Result<RetireReservation> Shutdown(Result<RetireReservation> r) {
+    if (!r.ok() && (r.status().code() == StatusCode::kFailedPrecondition ||
+                    r.status().code() == StatusCode::kUnavailable)) {
+      return UnavailableError();
+    }
+    return r;
+  }
+
   // One copy-on-write step on the bucket of `hash`. Under the stripe lock,
-  // decide(old, &fresh) checks the bucket and builds the replacement (or
-  // leaves fresh null to change nothing); it returns a non-OK Status to
-  // refuse. The retire budget for `old` is in hand before anything is built:
-  // from `locked` (see Publish) or taken without waiting under the stripe.
-  // Without room: a locked write refuses at once; an unlocked one drops the
-  // stripe, waits in Reserve() (which may run deleters, i.e. host code, so
-  // never under a cairn lock: L3) and starts over, a bounded number of times.
-  template <typename Decide>
-  Status Write(std::uint64_t hash, WriteBudget* locked, Decide&& decide) {
+  // check(old, &extra, &floor) decides whether to change the bucket: a
+  // non-OK Status refuses (returned as is, nothing changed); OK proceeds,
+  // and `extra` is what the write retires besides `old` (an unlinked
+  // entry's RetainedBytes, `floor` if that exceeds the cap). Then the
+  // retire budget for it all is put in hand before build(old) makes the
+  // replacement (null: allocation failure, nothing changed): from `locked`
+  // (see Publish) or taken without waiting under the stripe. Without room:
+  // a locked write refuses at once; an unlocked one drops the stripe, waits
+  // in Reserve() (which may run deleters, i.e. host code, so never under a
+  // cairn lock: L3) and starts over, a bounded number of times.
+  template <typename Check, typename Build>
+  Status Write(std::uint64_t hash, WriteBudget* locked, Check&& check,
+               Build&& build) {
     constexpr int kMaxWaits = 4;
     Bucket& bucket = BucketFor(hash);
     WriteBudget own;
@@ -333,20 +421,28 @@ class ObjectRouteIndex {
     std::optional<RetireReservation>& reservation = budget->reservation_;
     for (int waits = 0;; ++waits) {
       const Snapshot* old = nullptr;
-      const Snapshot* fresh = nullptr;
       std::size_t need = 0;
+      std::size_t floor = 0;
       {
         MutexLock lock(&StripeFor(hash).mu);
         old = bucket.current.load(std::memory_order_acquire);
-        need = RetiredCost(old);
+        std::size_t extra = 0;
+        std::size_t extra_floor = 0;
+        CAIRN_RETURN_IF_ERROR(check(old, &extra, &extra_floor));
+        need = RetiredCost(old) + extra;
+        floor = RetiredCost(old) + extra_floor;
         if (!reservation.has_value() || reservation->bytes() < need) {
           reservation.reset();
-          Result<RetireReservation> now = domain_->TryReserve(need);
-          if (now.ok()) reservation.emplace(std::move(now).value());
+          Result<RetireReservation> now = Take(need, floor, /*wait=*/false);
+          if (now.ok()) {
+            reservation.emplace(std::move(now).value());
+          } else if (now.status().code() != StatusCode::kResourceExhausted) {
+            return std::move(now).status();  // shut down
+          }
         }
         if (reservation.has_value()) {
-          CAIRN_RETURN_IF_ERROR(decide(old, &fresh));
-          if (fresh == nullptr) return Status::Ok();  // nothing to change
+          const Snapshot* fresh = build(old);
+          if (fresh == nullptr) return AllocationFailed();
           // Release: the snapshot's contents (and the entries it owns,
           // initialised before publication, D8) reach acquiring readers.
           bucket.current.store(fresh, std::memory_order_release);
@@ -357,13 +453,14 @@ class ObjectRouteIndex {
                                   std::memory_order_relaxed);
         }
       }
-      if (fresh == nullptr) {  // no room under the stripe
+      if (!reservation.has_value()) {  // no room under the stripe
         if (locked != nullptr || waits == kMaxWaits) {
           refusals_.fetch_add(1, std::memory_order_relaxed);
           return ResourceExhaustedError(
               "route retired-byte cap has no room for this write");
         }
-        Result<RetireReservation> waited = domain_->Reserve(need + need / 4);
+        Result<RetireReservation> waited =
+            Take(need + need / 4, floor + floor / 4, /*wait=*/true);
         if (!waited.ok()) return std::move(waited).status();
         reservation.emplace(std::move(waited).value());
         continue;

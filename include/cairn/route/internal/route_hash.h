@@ -1,0 +1,59 @@
+// Copyright 2026 The cairn Authors.
+//
+// Key hashing shared by the routes and the directory: transparent
+// hash/equality for string maps, the route hash that picks buckets and probe
+// slots, and power-of-two rounding. Never include directly.
+
+#ifndef CAIRN_ROUTE_INTERNAL_ROUTE_HASH_H_
+#define CAIRN_ROUTE_INTERNAL_ROUTE_HASH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "cairn/base/version.h"
+
+CAIRN_NAMESPACE_BEGIN
+namespace route_internal {
+
+// Transparent hash/equality so std::string_view looks up std::string keys
+// without building a key copy.
+struct KeyHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view key) const noexcept {
+    return std::hash<std::string_view>{}(key);
+  }
+};
+struct KeyEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    return a == b;
+  }
+};
+
+// Spreads the key hash so bucket choice and in-bucket slot choice use
+// independent bits.
+inline std::uint64_t MixHash(std::uint64_t h) noexcept {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+inline std::uint64_t RouteHash(std::string_view key) noexcept {
+  return MixHash(KeyHash{}(key));
+}
+
+inline std::size_t RoundUpPowerOfTwo(std::size_t n) noexcept {
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+}  // namespace route_internal
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_ROUTE_INTERNAL_ROUTE_HASH_H_

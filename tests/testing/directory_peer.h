@@ -1,0 +1,27 @@
+// Copyright 2026 The cairn Authors.
+//
+// Test-only access to GroupDirectory internals, for tests and benchmarks
+// (never for hosts). The directory declares this class its friend; nothing
+// in the library uses it.
+
+#ifndef CAIRN_TESTS_TESTING_DIRECTORY_PEER_H_
+#define CAIRN_TESTS_TESTING_DIRECTORY_PEER_H_
+
+#include "cairn/directory/group_directory.h"
+
+namespace cairn::directory_internal {
+
+class GroupDirectoryTestPeer {
+ public:
+  // The directory's route: bucket placement, its epoch domain (Barrier),
+  // and the fault switches of a test route.
+  template <typename Payload, template <typename> class Route>
+  static Route<ObjectEntry<Payload>>& route(
+      GroupDirectory<Payload, Route>& dir) noexcept {
+    return dir.route_;
+  }
+};
+
+}  // namespace cairn::directory_internal
+
+#endif  // CAIRN_TESTS_TESTING_DIRECTORY_PEER_H_

@@ -1,0 +1,38 @@
+// Copyright 2026 The cairn Authors.
+//
+// Test-only access to ObjectRouteIndex internals, for tests and benchmarks
+// (never for hosts). The route declares this class its friend; nothing in
+// the library uses it.
+
+#ifndef CAIRN_TESTS_TESTING_ROUTE_PEER_H_
+#define CAIRN_TESTS_TESTING_ROUTE_PEER_H_
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "cairn/epoch/epoch_domain.h"
+#include "cairn/route/internal/route_hash.h"
+#include "cairn/route/object_route_index.h"
+
+namespace cairn::route_internal {
+
+class ObjectRouteIndexTestPeer {
+ public:
+  // WithEntries without its staged loads: one guard, then hash, bucket load
+  // and lookup key by key. The baseline that decides whether the staged
+  // batch loop earns its place (bench/route, `epoch_unstaged`).
+  template <typename Entry, typename Fn>
+  static void WithEntriesUnstaged(const ObjectRouteIndex<Entry>& route,
+                                  std::span<const std::string_view> keys,
+                                  Fn&& fn) {
+    Guard guard = route.domain_->EnterOnThisThread();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      fn(i, route.Lookup(RouteHash(keys[i]), keys[i]));
+    }
+  }
+};
+
+}  // namespace cairn::route_internal
+
+#endif  // CAIRN_TESTS_TESTING_ROUTE_PEER_H_
