@@ -49,7 +49,8 @@ struct ObjectToken {
 
 enum class Lifecycle : std::uint8_t { kCreating, kActive, kRemoving };
 
-// In-flight task bits (V4 uses them later).
+// In-flight task bits a host sets on an object (offload, replication) under
+// its exclusive lock; visible in ObjectView::tasks().
 enum TaskFlag : std::uint32_t {
   kTaskOffload = 1u << 0,
   kTaskReplication = 1u << 1,

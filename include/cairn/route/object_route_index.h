@@ -375,8 +375,8 @@ class ObjectRouteIndex {
   // Reserves `need` retired bytes (waiting for back-pressure if `wait`). A
   // request larger than the domain's whole cap (kInvalidArgument: an entry
   // declaring more than the cap) is retried as `floor`, without the
-  // declared bytes, so such an entry can still be unlinked. The domain's
-  // "shut down" answer becomes kUnavailable.
+  // declared bytes, so such an entry can still be unlinked. A shut-down
+  // domain answers kUnavailable, passed on as is.
   Result<RetireReservation> Take(std::size_t need, std::size_t floor,
                                  bool wait) {
     Result<RetireReservation> now = domain_->TryReserve(need);
@@ -384,20 +384,11 @@ class ObjectRouteIndex {
         floor < need) {
       return Take(floor, floor, wait);
     }
-    if (now.ok() || !wait) return Shutdown(std::move(now));
-    if (now.status().code() != StatusCode::kResourceExhausted) {
-      return Shutdown(std::move(now));
+    if (now.ok() || !wait ||
+        now.status().code() != StatusCode::kResourceExhausted) {
+      return now;
     }
     return domain_->Reserve(need);
-  }
-  // TryReserve() fails with kFailedPrecondition only when the domain is
-  // shut down (it never waits, so the inside-a-guard case cannot arise).
-  static Result<RetireReservation> Shutdown(Result<RetireReservation> r) {
-    if (!r.ok() && (r.status().code() == StatusCode::kFailedPrecondition ||
-                    r.status().code() == StatusCode::kUnavailable)) {
-      return UnavailableError();
-    }
-    return r;
   }
 
   // One copy-on-write step on the bucket of `hash`. Under the stripe lock,
