@@ -93,11 +93,15 @@ struct InFlight {
 // reused by the next thread that retires.
 inline constexpr std::size_t kBagCapacity = 64;
 
-struct Bag {
+struct alignas(128) Bag {
   Mutex mu;
   std::array<Retired, kBagCapacity> items CAIRN_GUARDED_BY(mu);
   // Written under mu; read relaxed to skip empty bags without locking.
   std::atomic<std::size_t> size{0};
+  // Retired bytes this thread has charged to the cap ahead of use, so that
+  // most Retire() calls touch no shared word. Written under mu; read relaxed
+  // by Diagnostics() and to skip bags with nothing to hand back.
+  std::atomic<std::size_t> credit{0};
   std::atomic<bool> in_use{false};
   Bag* next = nullptr;  // immutable once the bag is linked
 };
@@ -123,6 +127,8 @@ class DomainCore {
       : options_(std::move(options)), clock_(options_.clock) {
     read_side.nonce = DrawNonce();
     bag_capacity_ = std::min<std::size_t>(kBagCapacity, options_.reclaim_every);
+    credit_chunk_ = std::min<std::size_t>(options_.retired_bytes_cap / 64,
+                                          std::size_t{64} << 10);
     CAIRN_CHECK_MSG(clock_ != nullptr, "EpochOptions::clock is null");
     CAIRN_CHECK_MSG(options_.reclaim_every > 0,
                     "EpochOptions::reclaim_every must be > 0");
@@ -235,11 +241,36 @@ class DomainCore {
     }
     busy_count_.fetch_add(1, std::memory_order_relaxed);
     return ResourceExhaustedError(
-        "epoch domain '" + options_.name + "' is busy: " +
-        std::to_string(retired_bytes_.load(std::memory_order_relaxed)) +
-        " of " + std::to_string(options_.retired_bytes_cap) +
+        "epoch domain '" + options_.name +
+        "' is busy: " + std::to_string(RetiredBytes()) + " of " +
+        std::to_string(options_.retired_bytes_cap) +
         " retired bytes still wait for a grace period after " +
         std::to_string(options_.reclaim_deadline.count() / 1000) + " us");
+  }
+
+  // Retire() as a host calls it. The bytes come from the calling thread's
+  // credit when it has enough; else the credit is refilled with one CAS on
+  // the cap (the bytes plus credit_chunk_); only when the cap has no room
+  // for that does the call take the exact, possibly waiting, path (Charge).
+  Status Retire(Bag* bag, void* ptr, std::size_t bytes,
+                EpochDomain::Deleter deleter) {
+    CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
+    if (bag != nullptr) {
+      bool charged = false;
+      bool reclaim = false;
+      {
+        MutexLock lock(&bag->mu);
+        charged = TakeCredit(bag, bytes);
+        if (charged) reclaim = Push(bag, Retired{ptr, deleter, bytes, 0, 0});
+      }
+      if (charged) {
+        if (reclaim) TryReclaim(/*seal_all=*/false);
+        return Status::Ok();
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(Charge(bytes));
+    Append(bag, ptr, bytes, deleter);
+    return Status::Ok();
   }
 
   Status TryChargeNow(std::size_t bytes) {
@@ -277,6 +308,7 @@ class DomainCore {
     {
       MutexLock lock(&bag->mu);
       Seal(bag);
+      ReturnCredit(bag);
     }
     MutexLock lock(&registry_mu_);
     bag->in_use.store(false, std::memory_order_relaxed);
@@ -292,29 +324,30 @@ class DomainCore {
       reclaim = AppendOne(Retired{ptr, deleter, bytes, 0, 0});
     } else {
       MutexLock lock(&bag->mu);
-      const std::size_t n = bag->size.load(std::memory_order_relaxed);
-      bag->items[n] = Retired{ptr, deleter, bytes, 0, 0};
-      bag->size.store(n + 1, std::memory_order_relaxed);
-      if (n + 1 >= bag_capacity_) reclaim = Seal(bag);
+      reclaim = Push(bag, Retired{ptr, deleter, bytes, 0, 0});
     }
     if (!reclaim) return;
     if (defer) {
       reclaim_due_.store(true, std::memory_order_relaxed);
     } else {
-      TryReclaim();
+      TryReclaim(/*seal_all=*/false);
     }
   }
 
   std::size_t ReclaimIfDue() {
     if (!reclaim_due_.load(std::memory_order_relaxed)) return 0;
     reclaim_due_.store(false, std::memory_order_relaxed);
-    return TryReclaim();
+    return TryReclaim(/*seal_all=*/false);
   }
 
   // --- reclamation ------------------------------------------------------
 
-  std::size_t TryReclaim() {
-    SealAllBags();
+  // One reclaim pass: advance the epoch up to twice and free what expired.
+  // The host's TryReclaim(), back-pressure and Barrier() first seal every
+  // thread's bag (E2, E3); the pass a full bag triggers (`seal_all` false)
+  // does not, so retiring threads never lock each other's bags.
+  std::size_t TryReclaim(bool seal_all = true) {
+    if (seal_all) SealAllBags();
     std::vector<StallReport> reports;
     if (advance_mu_.TryLock()) {
       for (int i = 0; i < 2 && TryAdvance(&reports); ++i) {
@@ -410,7 +443,7 @@ class DomainCore {
       d.oldest_guard_participant_name = oldest->name;
     }
     d.retired_count = RetiredCount();
-    d.retired_bytes = retired_bytes_.load(std::memory_order_relaxed);
+    d.retired_bytes = RetiredBytes();
     d.peak_retired_bytes = peak_retired_bytes_.load(std::memory_order_relaxed);
     d.grace_periods = grace_periods_.load(std::memory_order_relaxed);
     d.since_last_advance = std::chrono::nanoseconds(
@@ -445,6 +478,7 @@ class DomainCore {
       const std::size_t n = b->size.load(std::memory_order_relaxed);
       for (std::size_t i = 0; i < n; ++i) bytes += b->items[i].bytes;
       b->size.store(0, std::memory_order_relaxed);  // dropped (leaked)
+      bytes += b->credit.exchange(0, std::memory_order_relaxed);
     }
     MutexLock lock(&retire_mu_);
     count += retired_.size();
@@ -493,6 +527,55 @@ class DomainCore {
     return read_side.global_epoch.load(std::memory_order_seq_cst);
   }
 
+  // Adds a charged node to `bag`, sealing it when full. True if a reclaim
+  // pass fell due.
+  bool Push(Bag* bag, Retired r) CAIRN_REQUIRES(bag->mu) {
+    const std::size_t n = bag->size.load(std::memory_order_relaxed);
+    bag->items[n] = r;
+    bag->size.store(n + 1, std::memory_order_relaxed);
+    return n + 1 >= bag_capacity_ && Seal(bag);
+  }
+
+  // Takes `bytes` from the bag's credit, refilling it from the cap first if
+  // it is short. False, with nothing charged, if the cap has no room for
+  // the bytes plus a refill.
+  bool TakeCredit(Bag* bag, std::size_t bytes) CAIRN_REQUIRES(bag->mu) {
+    std::size_t credit = bag->credit.load(std::memory_order_relaxed);
+    if (credit < bytes) {
+      const std::size_t refill = bytes - credit + credit_chunk_;
+      if (credit_chunk_ == 0 || !TryCharge(refill)) return false;
+      credit += refill;
+    }
+    bag->credit.store(credit - bytes, std::memory_order_relaxed);
+    return true;
+  }
+
+  // Hands the bag's unused credit back to the cap.
+  void ReturnCredit(Bag* bag) CAIRN_REQUIRES(bag->mu) {
+    const std::size_t credit = bag->credit.load(std::memory_order_relaxed);
+    if (credit == 0) return;
+    bag->credit.store(0, std::memory_order_relaxed);
+    Uncharge(credit);
+  }
+
+  // Bytes charged to the cap ahead of use by every bag (Diagnostics()).
+  std::size_t CreditBytes() const {
+    std::size_t credit = 0;
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      credit += b->credit.load(std::memory_order_relaxed);
+    }
+    return credit;
+  }
+
+  // Retired bytes waiting for a grace period, plus reservations: what is
+  // charged to the cap, less the bags' unused credit.
+  std::size_t RetiredBytes() const {
+    const std::size_t charged = retired_bytes_.load(std::memory_order_relaxed);
+    const std::size_t credit = CreditBytes();
+    return charged > credit ? charged - credit : 0;
+  }
+
   // Moves `bag`'s nodes onto the list. True if a reclaim pass fell due.
   bool Seal(Bag* bag) CAIRN_REQUIRES(bag->mu) {
     const std::size_t n = bag->size.load(std::memory_order_relaxed);
@@ -527,14 +610,20 @@ class DomainCore {
   }
 
   // Seals every thread's bag, so the list holds every node whose Retire()
-  // returned before this call. Empty bags are skipped without locking.
+  // returned before this call, and hands every bag's credit back to the cap
+  // (so a writer short of room sees all of it). Bags with neither are
+  // skipped without locking.
   void SealAllBags(bool defer = false) {
     bool reclaim = false;
     for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
          b = b->next) {
-      if (b->size.load(std::memory_order_relaxed) == 0) continue;
+      if (b->size.load(std::memory_order_relaxed) == 0 &&
+          b->credit.load(std::memory_order_relaxed) == 0) {
+        continue;
+      }
       MutexLock lock(&b->mu);
       reclaim |= Seal(b);
+      ReturnCredit(b);
     }
     if (reclaim && defer) reclaim_due_.store(true, std::memory_order_relaxed);
   }
@@ -662,7 +751,7 @@ class DomainCore {
       report.global_epoch = global;
       report.age = std::chrono::nanoseconds(age);
       report.retired_count = RetiredCount();
-      report.retired_bytes = retired_bytes_.load(std::memory_order_relaxed);
+      report.retired_bytes = RetiredBytes();
       report.report_index = s->stall_reports++;
       {
         MutexLock lock(&registry_mu_);
@@ -682,11 +771,14 @@ class DomainCore {
       MutexLock lock(&retire_mu_);
       const std::uint64_t global =
           read_side.global_epoch.load(std::memory_order_acquire);
-      while (!retired_.empty() && retired_.front().epoch + 2 <= global) {
-        batch.push_back(retired_.front());
-        retired_.pop_front();
+      std::size_t expired = 0;
+      while (expired < retired_.size() &&
+             retired_[expired].epoch + 2 <= global) {
+        ++expired;
       }
-      if (batch.empty()) return 0;
+      if (expired == 0) return 0;
+      batch.assign(retired_.begin(), retired_.begin() + expired);
+      retired_.erase(retired_.begin(), retired_.begin() + expired);
       std::size_t batch_bytes = 0;
       for (const Retired& r : batch) batch_bytes += r.bytes;
       in_flight_.push_back(
@@ -740,6 +832,9 @@ class DomainCore {
   std::atomic<Slot*> slots_head_{nullptr};
   std::atomic<Bag*> bags_head_{nullptr};     // linked under registry_mu_
   std::size_t bag_capacity_ = kBagCapacity;  // min(64, reclaim_every)
+  // A bag's credit refill beyond the bytes at hand: cap / 64, at most
+  // 64 KiB, so credits held by idle threads stay a small part of the cap.
+  std::size_t credit_chunk_ = 0;
   std::atomic<std::uint64_t> registered_{0};
   std::atomic<std::uint64_t> implicit_registered_{0};
   std::uint64_t next_participant_id_ CAIRN_GUARDED_BY(registry_mu_) = 1;
@@ -978,9 +1073,8 @@ Status EpochDomain::Retire(void* ptr, std::size_t bytes, Deleter deleter) {
   if (ptr == nullptr || deleter == nullptr) {
     return InvalidArgumentError("Retire() needs a pointer and a deleter");
   }
-  CAIRN_RETURN_IF_ERROR(core_->Charge(bytes));
-  core_->Append(epoch_internal::ThisThreadBag(core_), ptr, bytes, deleter);
-  return Status::Ok();
+  return core_->Retire(epoch_internal::ThisThreadBag(core_), ptr, bytes,
+                       deleter);
 }
 
 Result<RetireReservation> EpochDomain::Reserve(std::size_t bytes) {

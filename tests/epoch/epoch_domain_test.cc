@@ -242,6 +242,44 @@ TEST_P(EpochDomainTest, E4RetireAtCapFailsBusyAfterDeadline) {
   EXPECT_TRUE(RetireCounted(domain, &deletions, 100).ok());
 }
 
+// A thread that retires takes retired-byte credit from the cap ahead of use
+// (so most retires touch no shared word). The credit is charged to the cap,
+// so it must never be reported as retired bytes, and a writer short of room
+// must get it back: back-pressure seals every bag and returns its credit.
+TEST_P(EpochDomainTest,
+       E4CreditHeldByAnotherThreadIsReturnedUnderBackPressure) {
+  EpochOptions options = Options();
+  options.retired_bytes_cap = 64 * 1024;
+  options.reclaim_deadline = milliseconds(200);
+  EpochDomain domain(options);
+  Participant reader = Register(domain);
+  std::atomic<int> deletions{0};
+  std::atomic<bool> retired{false}, release{false};
+  // Retires one byte and keeps its thread (and so its bag and credit) alive.
+  std::thread holder([&] {
+    ASSERT_TRUE(RetireCounted(domain, &deletions, 1).ok());
+    retired.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!retired.load()) std::this_thread::yield();
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 1u) << "credit reported";
+  {
+    // A guard pins everything, so only the holder's credit can make room.
+    Guard guard = reader.Enter();
+    std::thread writer([&] {
+      const Status s = RetireCounted(domain, &deletions, 64 * 1024 - 1);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    });
+    writer.join();
+    EXPECT_EQ(domain.Diagnostics().retired_bytes, 64u * 1024);
+  }
+  release.store(true);
+  holder.join();
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 2);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+}
+
 TEST_P(EpochDomainTest, E4BlockingCallsInsideOwnGuardAreErrors) {
   EpochOptions options = Options();
   options.retired_bytes_cap = 100;

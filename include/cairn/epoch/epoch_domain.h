@@ -261,7 +261,8 @@ class EpochDomain {
   //   kUnavailable        the domain is shut down
   //   kInvalidArgument    bytes > cap, or a null ptr/deleter
   // Appends to the calling thread's retire bag (its own lock; the first
-  // retire on a thread allocates the bag); a full bag is sealed onto the
+  // retire on a thread allocates the bag), charging the cap from the bag's
+  // credit (a shared CAS only to refill it); a full bag is sealed onto the
   // domain's list under the list's lock. May run other nodes' deleters.
   Status Retire(void* ptr, std::size_t bytes, Deleter deleter);
   template <typename T>
