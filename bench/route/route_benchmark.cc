@@ -117,7 +117,7 @@ struct CallbackRouteImpl {
                       [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
   }
   std::size_t Collision(std::string_view key) const {
-    return route.BucketIndex(key);
+    return route_internal::ObjectRouteIndexTestPeer::BucketIndex(route, key);
   }
   bool Erase(const Owner& e) {
     return route.EraseIfMatch(e->key, e->id(), e.get()).ok();

@@ -199,5 +199,45 @@ TEST(RouteReclamationTest, L3EntryDestructorsRunWithNoDirectoryLockHeld) {
   ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
 }
 
+// Quota bytes (counted_bytes) may live anywhere and are not charged to the
+// route's retired-bytes cap; the host memory an entry keeps alive
+// (retained_bytes) is. With a reader pinning every retirement, two objects
+// that each count half the cap are both erasable, and an erase charges
+// (at least) the retained bytes.
+TEST(RouteReclamationTest, ErasedObjectsChargeRetainedNotCountedBytes) {
+  constexpr std::size_t kCap = 1 << 20;
+  EpochOptions epoch_options;
+  epoch_options.name = "route";
+  epoch_options.retired_bytes_cap = kCap;
+  epoch_options.reclaim_deadline = milliseconds(2);
+  EpochDomain domain(epoch_options);
+  DirectoryOptions options;
+  options.route.epoch_domain = &domain;
+  auto dir = std::make_unique<Directory>(std::move(options));
+  CreateOptions big;
+  big.counted_bytes = kCap / 2;
+  big.retained_bytes = 4096;
+  ASSERT_TRUE(dir->Create("a", big).ok());
+  ASSERT_TRUE(dir->Create("b", big).ok());
+  Result<Participant> reader = domain.RegisterParticipant("reader");
+  ASSERT_TRUE(reader.ok());
+  {
+    Guard guard = reader->Enter();
+    std::thread eraser([&] {
+      const std::size_t before = domain.Diagnostics().retired_bytes;
+      ASSERT_TRUE(dir->Erase("a").ok());
+      const std::size_t after_one = domain.Diagnostics().retired_bytes;
+      EXPECT_GE(after_one - before, 4096u) << "retained bytes not charged";
+      const Status second = dir->Erase("b");
+      EXPECT_TRUE(second.ok()) << second.ToString();
+      EXPECT_LT(domain.Diagnostics().retired_bytes, kCap / 2);
+    });
+    eraser.join();
+  }
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+  dir.reset();
+}
+
 }  // namespace
 }  // namespace cairn

@@ -236,12 +236,12 @@ TEST(ObjectRouteIndexTest, UnlinkedOwnerIsReleasedAfterAGracePeriod) {
   EXPECT_EQ(route.Diagnostics().retired_bytes, 0u);
 }
 
-// An entry that declares what it keeps alive (ObjectEntry's counted_bytes).
+// An entry that declares what it keeps alive (ObjectEntry's retained_bytes).
 struct CountedEntry {
   CountedEntry(std::uint64_t id_in, std::uint64_t bytes)
       : id_value(id_in), declared(bytes) {}
   std::uint64_t id() const { return id_value; }
-  std::uint64_t counted_bytes() const { return declared; }
+  std::uint64_t retained_bytes() const { return declared; }
   std::uint64_t id_value;
   std::uint64_t declared;
 };

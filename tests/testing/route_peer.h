@@ -31,6 +31,17 @@ class ObjectRouteIndexTestPeer {
       fn(i, route.Lookup(RouteHash(keys[i]), keys[i]));
     }
   }
+
+  // The bucket `key` hashes to (bench/route's collision workload, W3). A
+  // bench baseline that exposes its own BucketIndex() is asked directly.
+  template <typename Route>
+  static std::size_t BucketIndex(const Route& route, std::string_view key) {
+    if constexpr (requires { route.BucketIndex(key); }) {
+      return route.BucketIndex(key);
+    } else {
+      return RouteHash(key) & route.bucket_mask_;
+    }
+  }
 };
 
 }  // namespace cairn::route_internal

@@ -19,9 +19,8 @@
 //   ascending key order -> route writer stripe (leaf)
 // The catalog and the route's writer stripes are leaves: nothing else is
 // acquired while one is held. No lock is held across a host callback (L3)
-// except the
-// object's own lock during a WithObject(s)/WithHandle/WithToken callback,
-// which is the contract. Inside such a callback the host must not call back
+// except the object's own lock during a WithObject(s)/WithHandle/WithToken
+// callback, which is the contract. Inside such a callback the host must not call back
 // into this directory (it would nest object locks outside the order) and
 // must not block on work that needs this object. The removal callback
 // (DirectoryOptions::on_removed) runs with no directory lock held and may
@@ -32,8 +31,10 @@
 // that grants a lease does an atomic max on the object's (or its group's)
 // lease cell. Every read-path miss is a code-only Status (no allocation).
 //
-// Shutdown: after Shutdown() every call but Diagnostics() returns
-// kUnavailable, the one "shut down" code of cairn. Writes also return
+// Shutdown: after Shutdown() every call that takes a key, handle, token or
+// visitor returns kUnavailable, the one "shut down" code of cairn; Shutdown()
+// itself is idempotent (OK again), and the accessors (Diagnostics(),
+// is_shut_down(), object_count(), ...) keep answering. Writes also return
 // kUnavailable once the route's epoch domain is shut down.
 
 #ifndef CAIRN_DIRECTORY_GROUP_DIRECTORY_H_
@@ -103,11 +104,14 @@ struct CreateOptions {
   // Empty: a singleton. Otherwise create-or-join this explicit group.
   std::string_view group;
   std::uint64_t size_bytes = 0;
-  // The bytes this object counts for (quota), fixed for its life. Also what
-  // the host declares the entry keeps alive: once the object is erased,
-  // these bytes are charged to the route's retired-bytes cap (with the
-  // entry's route record) until its grace period ends (docs/route.md).
+  // The bytes this object counts for (quota), fixed for its life. They may
+  // live anywhere (another process, a disk); cairn only reports them.
   std::uint64_t counted_bytes = 0;
+  // Host memory the entry keeps alive and frees with it (its payload's
+  // buffers, say). Once the object is erased these bytes, with the entry's
+  // route record, are charged to the route's retired-bytes cap until its
+  // grace period ends, so the cap bounds real memory (docs/route.md).
+  std::uint64_t retained_bytes = 0;
   // Initial lease (P1); for a member it extends the group's lease before the
   // member is routed (D8).
   std::chrono::nanoseconds lease_ttl{0};
@@ -195,6 +199,7 @@ class GroupDirectory {
     init.key = std::string(key);
     init.size_bytes = options.size_bytes;
     init.counted_bytes = options.counted_bytes;
+    init.retained_bytes = options.retained_bytes;
     init.lease_deadline_nanos =
         options.lease_ttl.count() > 0 ? now + options.lease_ttl.count() : 0;
     init.soft_pin_deadline_nanos = options.soft_pin_ttl.count() > 0
@@ -555,13 +560,12 @@ class GroupDirectory {
 
   // ---- lifecycle and diagnostics --------------------------------------------
 
-  // Every later call fails with kUnavailable (a second Shutdown too). Calls
-  // already running finish. Objects stay allocated until the directory is
-  // destroyed; handles stay valid after that. No lock.
+  // Every later lookup or write fails with kUnavailable; a second Shutdown()
+  // returns OK, as the epoch domain's does. Calls already running finish.
+  // Objects stay allocated until the directory is destroyed; handles stay
+  // valid after that. No lock.
   Status Shutdown() {
-    if (shut_down_.exchange(true, std::memory_order_acq_rel)) {
-      return UnavailableError("directory is shut down");
-    }
+    shut_down_.store(true, std::memory_order_release);
     return Status::Ok();
   }
   bool is_shut_down() const noexcept {

@@ -113,6 +113,7 @@ struct EntryInit {
   std::string key;
   std::uint64_t size_bytes = 0;
   std::uint64_t counted_bytes = 0;
+  std::uint64_t retained_bytes = 0;
   std::int64_t lease_deadline_nanos = 0;
   std::int64_t soft_pin_deadline_nanos = 0;
   bool hard_pinned = false;
@@ -130,6 +131,7 @@ class ObjectEntry {
         key_(std::move(init.key)),
         group_(group),
         counted_bytes_(init.counted_bytes),
+        retained_bytes_(init.retained_bytes),
         hard_pinned_(init.hard_pinned),
         lease_deadline_(init.lease_deadline_nanos),
         size_bytes_(init.size_bytes),
@@ -147,6 +149,9 @@ class ObjectEntry {
   GroupEntry<Payload>* group() const noexcept { return group_; }
   bool hard_pinned() const noexcept { return hard_pinned_; }
   std::uint64_t counted_bytes() const noexcept { return counted_bytes_; }
+  // Host memory the entry keeps alive (CreateOptions::retained_bytes); the
+  // route charges it to its retired-bytes cap when the entry is unlinked.
+  std::uint64_t retained_bytes() const noexcept { return retained_bytes_; }
   // Acquire load; authoritative only inside a callback.
   Lifecycle lifecycle_hint() const noexcept {
     return lifecycle_.load(std::memory_order_acquire);
@@ -171,6 +176,7 @@ class ObjectEntry {
   const std::string key_;
   GroupEntry<Payload>* const group_;
   const std::uint64_t counted_bytes_;
+  const std::uint64_t retained_bytes_;
   const bool hard_pinned_;
 
   mutable SharedMutex mu_;

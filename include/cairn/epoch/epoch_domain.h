@@ -305,7 +305,10 @@ class EpochDomain {
   // (E10). kDeadlineExceeded if guards stayed; pending nodes are then kept
   // (never freed under a reader) and a later Shutdown() or the last
   // participant's exit frees them. kFailedPrecondition inside a guard of
-  // this domain. A second Shutdown() is OK.
+  // this domain. A second Shutdown() is OK (and drains again). A Retire()
+  // racing Shutdown() on another thread either returns kUnavailable or
+  // completes; a node it completes after Shutdown() returned is freed by a
+  // later Shutdown() (the destructor calls one) or with the domain.
   Status Shutdown(std::chrono::nanoseconds deadline);
 
   EpochDiagnostics Diagnostics() const;

@@ -325,8 +325,6 @@ class ScanHashMap {
   using Entry = ScanHashMapEntry<Value>;
   using Outcome = ScanHashMapOutcome;
   using InsertResult = ScanHashMapInsertResult<Value>;
-  using Bucket = index_internal::Bucket;
-  using Table = index_internal::Table;
 
   // Largest key size + value the arena can hold in one block.
   static constexpr std::size_t kMaxEntryBytes =
@@ -704,6 +702,9 @@ class ScanHashMap {
   }
 
  private:
+  using Bucket = index_internal::Bucket;
+  using Table = index_internal::Table;
+
   friend class index_internal::ScanHashMapTestPeer;
 
   Outcome ValidateKey(std::string_view key) const noexcept {

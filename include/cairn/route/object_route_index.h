@@ -13,7 +13,7 @@
 // an aliasing owner whose .get() is the member and whose control block keeps
 // the whole group alive. The route looks inside an Entry only for
 // `std::uint64_t id() const` (matched unlink, D4) and, if Entry has one,
-// `counted_bytes()` (retired bytes, below). It satisfies ObjectRoute
+// `retained_bytes()` (retired bytes, below). It satisfies ObjectRoute
 // (route_concept.h), the interface GroupDirectory requires.
 //
 // Retired bytes (E4). Every write charges the route's epoch domain, against
@@ -21,9 +21,9 @@
 //   counted: the replaced bucket snapshot (its whole allocation: header,
 //     slots and key bytes); for an unlink also the entry's RouteRecord, the
 //     Entry object (sizeof(Entry)) and the entry's declared
-//     `counted_bytes()` (what the host says the entry keeps alive; an entry
-//     declaring more than the whole cap is charged without them, so it can
-//     still be unlinked). See RetainedBytes().
+//     `retained_bytes()` (the host memory the host says the entry keeps
+//     alive; an entry declaring more than the whole cap is charged without
+//     them, so it can still be unlinked). See RetainedBytes().
 //   not counted: the shared_ptr control block, heap memory the entry owns
 //     beyond what it declares (a long key, a payload's buffers), and for a
 //     group member the group, which other members may keep alive anyway.
@@ -32,7 +32,9 @@
 //
 // Errors: code-only kNotFound and kAlreadyExists; kResourceExhausted when
 // busy (the retired cap stayed full, E4) or out of memory; kUnavailable once
-// the route's epoch domain is shut down (writes only: reads keep working).
+// the route's epoch domain is shut down (writes only: reads keep working);
+// kInvalidArgument if one write would retire more than the domain's whole
+// retired_bytes_cap (a cap configured below one bucket snapshot).
 //
 // Thread safety: every member is safe from any thread. Reads (WithEntry,
 // WithEntries, Pin, VisitHandles, Diagnostics) take no lock and write no
@@ -291,12 +293,12 @@ class ObjectRouteIndex {
 
   // What an unlinked entry adds to the retired bytes charged to the epoch
   // domain until its grace period ends: its route record and the entry
-  // object, plus `entry.counted_bytes()` when Entry declares it (the memory
+  // object, plus `entry.retained_bytes()` when Entry declares it (the memory
   // the host says the entry keeps alive). See "Retired bytes" in the file
   // comment.
   static std::size_t RetainedBytes(const Entry& entry) noexcept {
-    if constexpr (requires { entry.counted_bytes(); }) {
-      return kRecordBytes + static_cast<std::size_t>(entry.counted_bytes());
+    if constexpr (requires { entry.retained_bytes(); }) {
+      return kRecordBytes + static_cast<std::size_t>(entry.retained_bytes());
     } else {
       return kRecordBytes;
     }
@@ -330,9 +332,6 @@ class ObjectRouteIndex {
   }
 
   std::size_t bucket_count() const noexcept { return bucket_mask_ + 1; }
-  std::size_t BucketIndex(std::string_view key) const noexcept {
-    return route_internal::RouteHash(key) & bucket_mask_;
-  }
   EpochDomain& epoch_domain() const noexcept { return *domain_; }
 
  private:

@@ -27,7 +27,9 @@
 //                            insert-only (D3): OK, kAlreadyExists (routed,
 //                            nothing changed), kResourceExhausted (busy),
 //                            kUnavailable (the route's epoch domain is shut
-//                            down).
+//                            down), kInvalidArgument (the write would retire
+//                            more than the domain's whole cap: a cap set
+//                            below one bucket snapshot).
 //   r.EraseIfMatch(key, id, entry, budget) -> Status
 //                            matched unlink (D4): OK (unlinked), kNotFound
 //                            (no entry with this id at this address),
