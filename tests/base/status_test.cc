@@ -72,6 +72,17 @@ TEST(StatusTest, EveryCodeRoundTripsThroughTheInlineForm) {
   }
 }
 
+// A message that cannot be allocated is dropped; the code is kept and
+// nothing throws (every Status constructor is noexcept).
+TEST(StatusTest, FailedMessageAllocationKeepsTheCode) {
+  testing::FailNextAllocationsOnThisThread(1);
+  const Status s = DataLossError("checksum mismatch in block 7");
+  testing::FailNextAllocationsOnThisThread(0);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_FALSE(s.has_message());
+  EXPECT_EQ(s.ToString(), "DATA_LOSS");
+}
+
 TEST(StatusTest, CopyingAMessageDoesNotAllocate) {
   const Status a = DataLossError("checksum");
   testing::AllocationCounter allocs;

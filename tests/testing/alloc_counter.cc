@@ -12,15 +12,24 @@
 namespace {
 
 thread_local std::uint64_t allocations = 0;
+thread_local int failures_due = 0;
 
 void* Allocate(std::size_t size) {
   ++allocations;
+  if (failures_due > 0) {
+    --failures_due;
+    throw std::bad_alloc();
+  }
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
 
 void* AllocateAligned(std::size_t size, std::align_val_t align) {
   ++allocations;
+  if (failures_due > 0) {
+    --failures_due;
+    throw std::bad_alloc();
+  }
   const auto a = static_cast<std::size_t>(align);
   const std::size_t rounded = (size + a - 1) / a * a;
   if (void* p = std::aligned_alloc(a, rounded == 0 ? a : rounded)) return p;
@@ -31,6 +40,7 @@ void* AllocateAligned(std::size_t size, std::align_val_t align) {
 
 namespace cairn::testing {
 std::uint64_t AllocationsOnThisThread() noexcept { return allocations; }
+void FailNextAllocationsOnThisThread(int n) noexcept { failures_due = n; }
 }  // namespace cairn::testing
 
 void* operator new(std::size_t size) { return Allocate(size); }

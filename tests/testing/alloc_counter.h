@@ -15,6 +15,11 @@ namespace cairn::testing {
 // Allocations (every operator new form) made by this thread so far.
 std::uint64_t AllocationsOnThisThread() noexcept;
 
+// The next `n` allocations on this thread fail (operator new throws
+// std::bad_alloc; the nothrow forms return null), so a test can drive a
+// code's allocation-failure path.
+void FailNextAllocationsOnThisThread(int n) noexcept;
+
 // Allocations made by this thread since construction.
 class AllocationCounter {
  public:

@@ -462,7 +462,9 @@ class GroupDirectory {
   // or pointer never touches a recreated entry (D4). `entry` is compared,
   // never dereferenced. OK: this call erased it. Errors, no state change:
   // kNotFound (no match: stale identity, unknown key, or an object already
-  // being removed; code-only, no allocation), kFailedPrecondition (lease
+  // being removed; code-only, and like every lookup it allocates nothing
+  // after the thread's first call into the directory, which registers the
+  // thread with the route's epoch domain), kFailedPrecondition (lease
   // unexpired and !force, P4), kInvalidArgument (bad key or null entry),
   // kUnavailable (shut down), kResourceExhausted (busy, as Erase). Same
   // locks as Erase.
