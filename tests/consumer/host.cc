@@ -2,8 +2,8 @@
 //
 // A host program: registers a participant, reads under a guard, retires,
 // and checks the domain drained; then uses the directory (and through it the
-// route) and the index from two other translation units (odr_a.cc,
-// odr_b.cc). Exit code 0 means cairn linked and worked.
+// route) and the index from two other translation units (odr_unit.cc,
+// compiled twice). Exit code 0 means cairn linked and worked.
 
 #include <cstdio>
 
@@ -12,8 +12,8 @@
 #include "cairn/epoch/epoch_domain.h"
 
 namespace consumer {
-int UseEverything_a();
-int UseEverything_b();
+int UseEverythingA();
+int UseEverythingB();
 }  // namespace consumer
 
 int main() {
@@ -32,8 +32,8 @@ int main() {
   if (!domain.Barrier().ok()) return 4;
   if (domain.Diagnostics().retired_bytes != 0) return 5;
   if (cairn::LinkedVersion().major != cairn::kVersion.major) return 6;
-  if (int rc = consumer::UseEverything_a(); rc != 0) return 10 + rc;
-  if (int rc = consumer::UseEverything_b(); rc != 0) return 20 + rc;
+  if (int rc = consumer::UseEverythingA(); rc != 0) return 10 + rc;
+  if (int rc = consumer::UseEverythingB(); rc != 0) return 20 + rc;
   std::printf("cairn %d.%d.%d consumer ok\n", cairn::kVersion.major,
               cairn::kVersion.minor, cairn::kVersion.patch);
   return 0;
