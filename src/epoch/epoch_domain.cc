@@ -287,8 +287,9 @@ class DomainCore {
   Status TryChargeNow(std::size_t bytes) {
     CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
     if (TryCharge(bytes)) return Status::Ok();
-    return ResourceExhaustedError("epoch domain '" + options_.name +
-                                  "' has no retired-byte room right now");
+    // Code-only: the route asks under its writer stripe, where a refusal
+    // must not allocate, and it may be frequent under back-pressure.
+    return ResourceExhaustedError();
   }
 
   void Uncharge(std::size_t bytes) {

@@ -798,7 +798,9 @@ TEST(EpochReserveTest, TryReserveNeverWaitsOrCountsBusy) {
   EpochDomain domain(options);
   Result<RetireReservation> held = domain.TryReserve(90);
   ASSERT_TRUE(held.ok());
+  testing::AllocationCounter allocs;
   Result<RetireReservation> refused = domain.TryReserve(20);
+  EXPECT_EQ(allocs.count(), 0u) << "a refusal under a caller's lock allocated";
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(domain.Diagnostics().busy_count, 0u);
   EXPECT_EQ(domain.TryReserve(101).status().code(),
