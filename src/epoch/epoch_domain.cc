@@ -98,10 +98,11 @@ struct InFlight {
 // Up to kBagCapacity retirements of one thread, not yet on the domain's
 // list: Retire() appends here under the bag's own (normally uncontended)
 // lock, and the bag is sealed onto the list with one epoch read when it is
-// full, on every reclaim pass, Barrier(), Shutdown() and thread exit. Its
-// nodes' bytes were charged to the cap before they entered (E4). Bags belong
-// to the core and are never freed before it; a departed thread's bag is
-// reused by the next thread that retires.
+// full, on the host's TryReclaim(), under back-pressure, in Barrier() and
+// Shutdown(), and at thread exit (the pass a full bag runs seals only that
+// bag). Its nodes' bytes were charged to the cap before they entered (E4).
+// Bags belong to the core and are never freed before it; a departed
+// thread's bag is reused by the next thread that retires.
 inline constexpr std::size_t kBagCapacity = 64;
 
 struct alignas(128) Bag {

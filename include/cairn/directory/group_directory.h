@@ -20,9 +20,9 @@
 // The catalog and the route's writer stripes are leaves: nothing else is
 // acquired while one is held. No lock is held across a host callback (L3)
 // except the object's own lock during a WithObject(s)/WithHandle/WithToken
-// callback, which is the contract. Inside such a callback the host must not call back
-// into this directory (it would nest object locks outside the order) and
-// must not block on work that needs this object. The removal callback
+// callback, which is the contract. Inside such a callback the host must not
+// call back into this directory (it would nest object locks outside the order)
+// and must not block on work that needs this object. The removal callback
 // (DirectoryOptions::on_removed) runs with no directory lock held and may
 // call any method.
 //

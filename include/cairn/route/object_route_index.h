@@ -30,7 +30,8 @@
 // A charge is released when the deleter ran. The retired cap therefore
 // bounds snapshots, records and declared entry memory, not every byte.
 //
-// Errors: code-only kNotFound and kAlreadyExists; kResourceExhausted when
+// Errors, all code-only (they may be returned under the caller's locks):
+// kNotFound and kAlreadyExists; kResourceExhausted when
 // busy (the retired cap stayed full, E4) or out of memory; kUnavailable once
 // the route's epoch domain is shut down (writes only: reads keep working);
 // kInvalidArgument if one write would retire more than the domain's whole
@@ -362,9 +363,7 @@ class ObjectRouteIndex {
     return slot == nullptr ? nullptr : slot->entry;
   }
 
-  static Status AllocationFailed() {
-    return ResourceExhaustedError("route snapshot allocation failed");
-  }
+  static Status AllocationFailed() { return ResourceExhaustedError(); }
 
   static std::size_t RetiredCost(const Snapshot* s) noexcept {
     // The empty snapshot is shared and never retired.
@@ -446,8 +445,7 @@ class ObjectRouteIndex {
       if (!reservation.has_value()) {  // no room under the stripe
         if (locked != nullptr || waits == kMaxWaits) {
           refusals_.fetch_add(1, std::memory_order_relaxed);
-          return ResourceExhaustedError(
-              "route retired-byte cap has no room for this write");
+          return ResourceExhaustedError();
         }
         Result<RetireReservation> waited =
             Take(need + need / 4, floor + floor / 4, /*wait=*/true);
