@@ -451,6 +451,13 @@ class ScanHashMap {
     }
     return nullptr;
   }
+  // Owner-only forms for a flush pass that updates the found entry's value
+  // (cairn/flush/receipt_pass.h); same search, no side effects.
+  Entry* FindAddress(std::uintptr_t address, std::uint32_t hash32,
+                     std::uint8_t tag) noexcept {
+    return const_cast<Entry*>(
+        std::as_const(*this).FindAddress(address, hash32, tag));
+  }
   const Entry* FindAddress(std::uintptr_t address,
                            std::uint32_t hash32) const noexcept {
     const Table* tables[2];
@@ -477,7 +484,8 @@ class ScanHashMap {
     index_internal::PrefetchRead(&storage_);
     storage_.arena.PrefetchDirectory();
   }
-  // Prefetches the head bucket(s) `hash` routes to.
+  // Prefetches the head bucket(s) `hash` routes to. Only the low 32 bits
+  // route, so a receipt's 32-bit hash may be passed as is.
   void PrefetchBucket(std::uint64_t hash) const noexcept {
     PrefetchRoutes(hash);
   }
