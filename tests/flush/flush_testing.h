@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>

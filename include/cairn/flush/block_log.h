@@ -137,6 +137,26 @@ class LogBlockBuffer {
   // returns its offset in the data area.
   std::uint32_t Append(LogRecordType type, std::uint32_t db,
                        std::string_view key, std::string_view value) noexcept;
+  // The state before an append, to undo that append (Rollback) while no
+  // one else appended or flushed since (the host's lock held throughout).
+  struct Mark {
+    std::uint32_t used;
+    std::uint32_t records;
+    std::uint64_t chain;
+  };
+  Mark mark() const noexcept { return {used_, records_, chain_}; }
+  void Rollback(const Mark& m) noexcept {
+    used_ = m.used;
+    records_ = m.records;
+    chain_ = m.chain;
+  }
+  // Empties the buffer for reuse as `block`.
+  void Reset(std::uint64_t block) noexcept {
+    block_ = block;
+    used_ = records_ = 0;
+    chain_ = 0;
+    flushed = sequence = 0;
+  }
   // The header a flush up to used() writes.
   LogBlockHeader HeaderAtUsed(std::uint32_t seq) const noexcept {
     return {block_, seq, used_, records_, chain_};

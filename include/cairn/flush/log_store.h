@@ -1,0 +1,233 @@
+// Copyright 2026 The cairn Authors.
+//
+// LogStore: a small embedded key-value store over the block log. Keys live
+// in numbered databases (0 .. databases-1); each key hashes to one of
+// `partitions` partitions, and each partition keeps one RecordIndex
+// (ScanHashMap) per database, mapping the key to its newest record's
+// location in the log.
+//
+//   Set / Del / FlushDb   append a record to the block being filled (in
+//                         memory) and update the index; not yet durable.
+//   Flush                 makes everything appended so far durable
+//                         (BlockLog::FlushBlock: data, sync, header, sync)
+//                         and then marks the flushed entries durable with
+//                         the receipt pass (receipt_pass.h), sliced under
+//                         each partition's lock; or, in watermark mode,
+//                         only advances the durable watermark.
+//   Get                   serves a durable record from the file (pread,
+//                         checksum verified) and an unflushed one from the
+//                         in-memory block.
+//   Checkpoint / Close    write every map's entries and counts with the log
+//                         position they reflect; Open presizes each map
+//                         from the counts, loads it and replays the log
+//                         after that position. A torn tail (bytes past the
+//                         last durable header's boundary) is truncated and
+//                         reported in recovery().
+//
+// Durability promise: a record is durable once a Flush (or Checkpoint or
+// Close) that began after its Set/Del/FlushDb returned has returned OK
+// (X10). After a crash, Open restores exactly a prefix of the operations in
+// log order that contains every durable one; a record that fails its
+// checksum below a durable boundary makes Open fail with kDataLoss rather
+// than index it.
+//
+// Thread safety: every method may be called from any thread. Set, Del and
+// Get lock the key's partition (and the log mutex while appending or
+// reading an unflushed record); FlushDb locks every partition. Flush and
+// Checkpoint are serialised by a flush mutex; the I/O runs without
+// partition locks, and the receipt pass holds one partition lock for at
+// most `pass.slice_receipts` receipts at a time. Lock order: flush mutex,
+// partitions in ascending order, log mutex. Set, Del and FlushDb may block
+// in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure).
+// Every method may block on I/O or locks; none may be called from a
+// callback of another.
+
+#ifndef CAIRN_FLUSH_LOG_STORE_H_
+#define CAIRN_FLUSH_LOG_STORE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
+#include "cairn/base/thread_annotations.h"
+#include "cairn/base/version.h"
+#include "cairn/flush/block_log.h"
+#include "cairn/flush/receipt_pass.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+enum class FlushMode : std::uint8_t {
+  // After the I/O, the receipt pass marks each flushed entry durable.
+  kReceipts,
+  // The flush touches no index entry: a record is durable iff it lies
+  // below the durable watermark (block, boundary).
+  kWatermark,
+};
+
+struct LogStoreOptions {
+  std::size_t partitions = 16;
+  std::uint32_t databases = 16;                     // maps per partition
+  std::size_t block_bytes = kLogDefaultBlockBytes;  // for a new log only
+  std::size_t max_key_bytes = 1024;                 // <= kLogMaxKeyBytes
+  std::size_t max_value_bytes = std::size_t{1} << 20;
+  // fdatasync at each sync point (BlockLogOptions::sync).
+  bool sync = true;
+  FlushMode mode = FlushMode::kReceipts;
+  ReceiptPassOptions pass;
+  // Full blocks waiting for a flush before a writer flushes them itself.
+  std::size_t max_sealed_blocks = 4;
+  bool checkpoint_on_close = true;
+};
+
+// What Open found and did.
+struct LogStoreRecovery {
+  bool created = false;          // a new, empty store
+  bool from_checkpoint = false;  // a checkpoint was loaded
+  std::uint64_t checkpoint_entries = 0;
+  std::uint64_t blocks_replayed = 0;
+  std::uint64_t records_replayed = 0;
+  // Bytes past the last durable boundary, cut off (a flush the crash
+  // interrupted). 0 after a clean shutdown.
+  std::uint64_t torn_tail_bytes = 0;
+  std::uint64_t rehashes_during_load = 0;  // 0 expected after presizing
+};
+
+struct FlushReport {
+  std::uint64_t blocks_written = 0;  // FlushBlock calls
+  std::uint64_t bytes_written = 0;   // data bytes
+  std::uint64_t io_nanos = 0;        // inside FlushBlock
+  std::uint64_t pass_nanos = 0;      // the whole receipt pass
+  ReceiptPassStats pass;             // counts and lock hold times
+};
+
+class LogStore {
+ public:
+  // Opens the store in directory `dir` (created if missing), recovering
+  // from its checkpoint and log. kInvalidArgument for bad options (or a
+  // checkpoint holding a database >= options.databases); kDataLoss for a
+  // damaged log or checkpoint (a record failing its checksum below a
+  // durable boundary, a missing block followed by present ones, a log
+  // shorter than the checkpoint names, not a cairn log);
+  // kFailedPrecondition for another format version; kUnavailable for I/O
+  // errors. On error nothing was changed on disk.
+  static Result<std::unique_ptr<LogStore>> Open(const std::string& dir,
+                                                const LogStoreOptions& options);
+
+  LogStore(const LogStore&) = delete;
+  LogStore& operator=(const LogStore&) = delete;
+  // Close() unless already closed; its error, if any, is dropped.
+  ~LogStore();
+
+  // kInvalidArgument (nothing applied) for a db out of range, an empty key,
+  // a key over max_key_bytes or a value over max_value_bytes;
+  // kResourceExhausted if memory ran out (nothing applied); kFailedPrecondition
+  // after Close. Not durable until the next Flush.
+  Status Set(std::uint32_t db, std::string_view key, std::string_view value);
+  // kNotFound if absent (nothing logged); else as Set.
+  Status Del(std::uint32_t db, std::string_view key);
+  // Drops every key of `db` (each partition's map is detached, so receipts
+  // still in flight for it are skipped, X7).
+  Status FlushDb(std::uint32_t db);
+  // The value into *value. kNotFound if absent; kDataLoss if the record
+  // read back fails its checksum; kUnavailable on a read error.
+  Status Get(std::uint32_t db, std::string_view key, std::string* value);
+
+  // Makes everything appended before the call durable, then marks the
+  // index (FlushMode). *report, if given, gets what it did.
+  Status Flush(FlushReport* report = nullptr);
+  // Flush, then writes the checkpoint (temp file, fdatasync, rename,
+  // directory fsync) while writers wait.
+  Status Checkpoint();
+  // Flush and, if options.checkpoint_on_close, Checkpoint; later calls
+  // except Get return kFailedPrecondition.
+  Status Close();
+
+  const LogStoreRecovery& recovery() const noexcept { return recovery_; }
+  const LogStoreOptions& options() const noexcept { return options_; }
+  std::size_t block_bytes() const noexcept { return log_->block_bytes(); }
+  // Keys in `db`, summed over partitions (locks each partition in turn).
+  std::size_t KeyCount(std::uint32_t db);
+  // Whether the index marks db/key durable (receipt mode); for tests.
+  bool IndexSaysDurable(std::uint32_t db, std::string_view key);
+
+ private:
+  struct Partition {
+    Mutex mu;
+    std::vector<std::unique_ptr<RecordIndex>> maps CAIRN_GUARDED_BY(mu);
+  };
+  struct PendingBlock {
+    std::unique_ptr<LogBlockBuffer> buffer;
+    std::vector<FlushReceipt> receipts;  // not yet handed to a pass
+  };
+  struct FlushedBatch {
+    FlushedRange range;
+    std::vector<FlushReceipt> receipts;
+  };
+
+  LogStore(std::string dir, const LogStoreOptions& options,
+           std::unique_ptr<BlockLog> log);
+
+  Status Recover();
+  Status LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset);
+  Status ReplayBlock(std::uint64_t block, std::uint32_t from,
+                     std::uint32_t* used);
+  Status ApplyReplayed(const LogRecordView& record, RecordLocation loc);
+  Status WriteCheckpoint(std::uint64_t block, std::uint32_t offset)
+      CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // callers hold every partition lock
+
+  Status Validate(std::uint32_t db, std::string_view key,
+                  std::string_view value) const;
+  std::size_t PartitionOf(std::string_view key) const noexcept;
+  // Appends a record to the current block, sealing it first if needed.
+  // The caller holds log_mu_. Returns the location (flags 0) and, in *mark,
+  // the block's state before the append (to roll it back).
+  Result<RecordLocation> AppendLocked(LogRecordType type, std::uint32_t db,
+                                      std::string_view key,
+                                      std::string_view value,
+                                      LogBlockBuffer::Mark* mark)
+      CAIRN_REQUIRES(log_mu_);
+  bool DurableByWatermark(const RecordLocation& loc) const noexcept;
+  Status ReadFromFile(const RecordLocation& loc, std::string_view key,
+                      std::string* value) const;
+  void MaybeApplyBackPressure();
+
+  // Flush steps, under flush_mu_.
+  Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report)
+      CAIRN_REQUIRES(flush_mu_);
+  void RunPasses(std::vector<FlushedBatch>& batches, FlushReport* report)
+      CAIRN_REQUIRES(flush_mu_);
+  void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
+  Status FlushLocked(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
+  Status CheckpointLocked() CAIRN_REQUIRES(flush_mu_);
+  void LockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
+  void UnlockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
+
+  const std::string dir_;
+  const LogStoreOptions options_;
+  const std::unique_ptr<BlockLog> log_;
+  std::vector<std::unique_ptr<Partition>> partitions_;
+  LogStoreRecovery recovery_;
+
+  Mutex flush_mu_ CAIRN_ACQUIRED_BEFORE(log_mu_);
+  Mutex log_mu_;
+  // Blocks not yet released, oldest first; the last is being filled.
+  std::deque<std::unique_ptr<PendingBlock>> blocks_ CAIRN_GUARDED_BY(log_mu_);
+  std::vector<std::unique_ptr<LogBlockBuffer>> spare_buffers_
+      CAIRN_GUARDED_BY(log_mu_);
+  // Durable up to (block << 32 | boundary): records of earlier blocks, and
+  // of that block ending at or below boundary.
+  std::atomic<std::uint64_t> watermark_{0};
+  std::atomic<std::size_t> sealed_blocks_{0};
+  std::atomic<bool> closed_{true};  // false once Open recovered
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_FLUSH_LOG_STORE_H_

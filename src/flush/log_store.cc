@@ -1,0 +1,939 @@
+// Copyright 2026 The cairn Authors.
+
+#include "cairn/flush/log_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <string>
+#include <utility>
+
+#include <xxhash.h>
+
+CAIRN_NAMESPACE_BEGIN
+namespace {
+
+constexpr std::uint64_t kPartitionSeed = 0x9e3779b97f4a7c15ull;
+constexpr std::uint64_t kCheckpointMagic = 0x504b434e52494143ull;  // "CAIRNCKP"
+constexpr std::uint32_t kCheckpointVersion = 1;
+constexpr std::uint64_t kCheckpointSeed = 0x636b7074;
+// magic u64 | version u32 | partitions u32 | databases u32 | log offset u32
+// | log block u64 | entries u64, then partitions*databases u64 counts, then
+// entries (db u32 | key length u32 | block u32 | offset u32 | length u32 |
+// key), then XXH64 of everything before it.
+constexpr std::size_t kCheckpointHeaderBytes = 40;
+constexpr std::size_t kCheckpointEntryBytes = 20;
+
+std::int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Status IoError(const char* what, const std::string& path, int error) {
+  return UnavailableError(std::string(what) + " " + path + ": " +
+                          std::strerror(error));
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+template <typename T>
+void Put(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+template <typename T>
+T Load(const char* in) {
+  T value;
+  std::memcpy(&value, in, sizeof(T));
+  return value;
+}
+
+Status ReadWholeFile(const std::string& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open", path, errno);
+  out->clear();
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      return IoError("cannot read", path, error);
+    }
+    if (n == 0) break;
+    out->append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return Status();
+}
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open", dir, errno);
+  const int rc = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (rc != 0) return IoError("cannot sync", dir, error);
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LogStore>> LogStore::Open(
+    const std::string& dir, const LogStoreOptions& options) {
+  if (options.partitions == 0 || options.partitions > 65536 ||
+      options.databases == 0 || options.databases > 65536) {
+    return InvalidArgumentError("partitions and databases must be 1..65536");
+  }
+  if (options.max_key_bytes == 0 || options.max_key_bytes > kLogMaxKeyBytes ||
+      sizeof(RecordLocation) + 2 + options.max_key_bytes >
+          RecordIndex::kMaxEntryBytes) {
+    return InvalidArgumentError(
+        "max_key_bytes must be at least 1 and fit an index entry");
+  }
+  if (options.pass.slice_receipts == 0 || options.max_sealed_blocks == 0) {
+    return InvalidArgumentError(
+        "pass.slice_receipts and max_sealed_blocks must be at least 1");
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return IoError("cannot create directory", dir, errno);
+  }
+  const std::string log_path = dir + "/log";
+  BlockLogOptions log_options;
+  log_options.block_bytes = options.block_bytes;
+  log_options.sync = options.sync;
+  const bool created = !Exists(log_path);
+  if (created && Exists(dir + "/checkpoint")) {
+    return DataLossError("store " + dir + " has a checkpoint but no log");
+  }
+  auto log = created ? BlockLog::Create(log_path, log_options)
+                     : BlockLog::Open(log_path, log_options);
+  if (!log.ok()) return std::move(log).status();
+  if (LogRecordBytes(options.max_key_bytes, options.max_value_bytes) >
+      (*log)->data_bytes()) {
+    return InvalidArgumentError(
+        "max_key_bytes + max_value_bytes do not fit one block");
+  }
+  std::unique_ptr<LogStore> store(
+      new LogStore(dir, options, std::move(log).value()));
+  store->recovery_.created = created;
+  // Until recovery succeeds the store counts as closed, so destroying a
+  // store that failed to open writes nothing.
+  CAIRN_RETURN_IF_ERROR(store->Recover());
+  store->closed_.store(false, std::memory_order_release);
+  return store;
+}
+
+LogStore::LogStore(std::string dir, const LogStoreOptions& options,
+                   std::unique_ptr<BlockLog> log)
+    : dir_(std::move(dir)), options_(options), log_(std::move(log)) {
+  ScanHashMapOptions map_options;
+  map_options.max_key_bytes = options_.max_key_bytes;
+  partitions_.reserve(options_.partitions);
+  for (std::size_t p = 0; p < options_.partitions; ++p) {
+    auto part = std::make_unique<Partition>();
+    MutexLock lock(&part->mu);
+    for (std::uint32_t d = 0; d < options_.databases; ++d) {
+      part->maps.push_back(std::make_unique<RecordIndex>(map_options));
+    }
+    partitions_.push_back(std::move(part));
+  }
+}
+
+LogStore::~LogStore() {
+  if (!closed_.load(std::memory_order_acquire)) (void)Close();
+}
+
+std::size_t LogStore::PartitionOf(std::string_view key) const noexcept {
+  return index_internal::HashKey(key, kPartitionSeed) % options_.partitions;
+}
+
+Status LogStore::Validate(std::uint32_t db, std::string_view key,
+                          std::string_view value) const {
+  if (db >= options_.databases) {
+    return InvalidArgumentError("database " + std::to_string(db) +
+                                " out of range");
+  }
+  if (key.empty()) return InvalidArgumentError("empty key");
+  if (key.size() > options_.max_key_bytes) {
+    return InvalidArgumentError("key of " + std::to_string(key.size()) +
+                                " bytes is over max_key_bytes");
+  }
+  if (value.size() > options_.max_value_bytes) {
+    return InvalidArgumentError("value of " + std::to_string(value.size()) +
+                                " bytes is over max_value_bytes");
+  }
+  return Status();
+}
+
+// --- Recovery ---------------------------------------------------------------
+
+Status LogStore::Recover() {
+  std::uint64_t start_block = 0;
+  std::uint32_t start_offset = 0;
+  if (Exists(dir_ + "/checkpoint")) {
+    CAIRN_RETURN_IF_ERROR(LoadCheckpoint(&start_block, &start_offset));
+    recovery_.from_checkpoint = true;
+  }
+  // Replay every block with a durable header from the checkpoint position.
+  std::uint64_t block = start_block;
+  std::uint32_t from = start_offset;
+  std::uint64_t durable_end = kLogFileHeaderBytes;
+  if (start_block > 0 && start_offset == 0) {
+    auto prev = log_->ReadHeader(start_block - 1);
+    if (!prev.ok()) {
+      return DataLossError("the checkpoint names block " +
+                           std::to_string(start_block) +
+                           " but the block before it has no durable header");
+    }
+    durable_end = log_->BlockOffset(start_block - 1) + kLogBlockDataOffset +
+                  prev->used_bytes;
+  }
+  for (;; ++block, from = 0) {
+    auto header = log_->ReadHeader(block);
+    if (!header.ok()) {
+      if (header.status().code() != StatusCode::kNotFound) {
+        return header.status();
+      }
+      break;
+    }
+    if (header->used_bytes < from) {
+      return DataLossError("block " + std::to_string(block) +
+                           " ends before the checkpoint position");
+    }
+    std::uint32_t used = 0;
+    CAIRN_RETURN_IF_ERROR(ReplayBlock(block, from, &used));
+    ++recovery_.blocks_replayed;
+    durable_end = log_->BlockOffset(block) + kLogBlockDataOffset + used;
+  }
+  if (block == start_block && start_offset > 0) {
+    return DataLossError("the checkpoint names block " +
+                         std::to_string(start_block) +
+                         ", which has no durable header");
+  }
+  // Past the end: no later block may hold a durable header.
+  auto file_bytes = log_->FileBytes();
+  if (!file_bytes.ok()) return file_bytes.status();
+  for (std::uint64_t later = block + 1; log_->BlockOffset(later) < *file_bytes;
+       ++later) {
+    auto header = log_->ReadHeader(later);
+    if (header.ok() || header.status().code() != StatusCode::kNotFound) {
+      return DataLossError("block " + std::to_string(block) +
+                           " has no durable header but block " +
+                           std::to_string(later) + " does");
+    }
+  }
+  // Everything checked: now cut the torn tail and start a fresh block.
+  if (*file_bytes > durable_end) {
+    recovery_.torn_tail_bytes = *file_bytes - durable_end;
+    CAIRN_RETURN_IF_ERROR(log_->Truncate(durable_end));
+  }
+  if (block > UINT32_MAX) return ResourceExhaustedError("log is full");
+  watermark_.store(block << 32, std::memory_order_release);
+  MutexLock lock(&log_mu_);
+  auto pending = std::make_unique<PendingBlock>();
+  pending->buffer = std::make_unique<LogBlockBuffer>(block, log_->data_bytes());
+  if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
+  blocks_.push_back(std::move(pending));
+  return Status();
+}
+
+Status LogStore::ReplayBlock(std::uint64_t block, std::uint32_t from,
+                             std::uint32_t* used) {
+  auto header = log_->ReadHeader(block);
+  if (!header.ok()) return header.status();
+  std::string data(header->used_bytes, '\0');
+  CAIRN_RETURN_IF_ERROR(
+      log_->ReadData(block, 0, header->used_bytes, data.data()));
+  const std::span<const char> bytes(data.data(), data.size());
+  std::uint32_t offset = 0;
+  std::uint32_t count = 0;
+  std::uint64_t chain = 0;
+  bool met_from = from == 0;
+  while (offset < header->used_bytes) {
+    if (offset == from) met_from = true;
+    LogRecordView record;
+    Status s = DecodeLogRecord(bytes, offset, &record);
+    if (!s.ok()) {
+      return DataLossError("block " + std::to_string(block) +
+                           ", record at offset " + std::to_string(offset) +
+                           ": " + std::string(s.message()));
+    }
+    chain = LogChainChecksum(chain, record.checksum);
+    ++count;
+    if (offset >= from) {
+      const RecordLocation loc{static_cast<std::uint32_t>(block), offset,
+                               record.bytes, RecordLocation::kDurable};
+      CAIRN_RETURN_IF_ERROR(ApplyReplayed(record, loc));
+      ++recovery_.records_replayed;
+    }
+    offset += record.bytes;
+  }
+  if (offset == from) met_from = true;
+  if (!met_from) {
+    return DataLossError("the checkpoint position is not a record boundary");
+  }
+  if (count != header->record_count || chain != header->chain_checksum) {
+    return DataLossError("block " + std::to_string(block) +
+                         " does not match its header's record chain");
+  }
+  *used = header->used_bytes;
+  return Status();
+}
+
+Status LogStore::ApplyReplayed(const LogRecordView& record,
+                               RecordLocation loc) {
+  if (record.db >= options_.databases) {
+    return InvalidArgumentError("the log holds database " +
+                                std::to_string(record.db) +
+                                ", over options.databases");
+  }
+  if (record.type == LogRecordType::kFlushDb) {
+    for (auto& part : partitions_) {
+      MutexLock lock(&part->mu);
+      (void)part->maps[record.db]->Detach();
+    }
+    return Status();
+  }
+  if (record.key.empty() || record.key.size() > options_.max_key_bytes) {
+    return InvalidArgumentError("the log holds a key over max_key_bytes");
+  }
+  Partition& part = *partitions_[PartitionOf(record.key)];
+  MutexLock lock(&part.mu);
+  RecordIndex& map = *part.maps[record.db];
+  if (record.type == LogRecordType::kDelete) {
+    (void)map.Erase(record.key);
+    return Status();
+  }
+  auto r = map.Upsert(record.key, loc);
+  return r.ok() ? Status() : ToStatus(r.outcome);
+}
+
+Status LogStore::LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset) {
+  const std::string path = dir_ + "/checkpoint";
+  std::string data;
+  CAIRN_RETURN_IF_ERROR(ReadWholeFile(path, &data));
+  if (data.size() < kCheckpointHeaderBytes + 8) {
+    return DataLossError("checkpoint is truncated: " + path);
+  }
+  const char* p = data.data();
+  if (Load<std::uint64_t>(p) != kCheckpointMagic) {
+    return DataLossError("not a cairn checkpoint: " + path);
+  }
+  const std::size_t body = data.size() - 8;
+  if (Load<std::uint64_t>(p + body) != XXH64(p, body, kCheckpointSeed)) {
+    return DataLossError("checkpoint checksum mismatch: " + path);
+  }
+  if (Load<std::uint32_t>(p + 8) != kCheckpointVersion) {
+    return FailedPreconditionError("checkpoint format version " +
+                                   std::to_string(Load<std::uint32_t>(p + 8)) +
+                                   " is not supported");
+  }
+  const std::uint32_t partitions = Load<std::uint32_t>(p + 12);
+  const std::uint32_t databases = Load<std::uint32_t>(p + 16);
+  *offset = Load<std::uint32_t>(p + 20);
+  *block = Load<std::uint64_t>(p + 24);
+  const std::uint64_t entries = Load<std::uint64_t>(p + 32);
+  const std::uint64_t maps = std::uint64_t{partitions} * databases;
+  if (databases > options_.databases) {
+    return InvalidArgumentError("the checkpoint holds " +
+                                std::to_string(databases) +
+                                " databases, over options.databases");
+  }
+  if (maps > (body - kCheckpointHeaderBytes) / 8) {
+    return DataLossError("checkpoint is truncated: " + path);
+  }
+  // Presize every map from the stored counts (X9) when the partitioning
+  // is the same; otherwise count the entries first.
+  std::vector<std::uint64_t> counts(options_.partitions * options_.databases);
+  std::size_t pos = kCheckpointHeaderBytes;
+  std::uint64_t stored_total = 0;
+  for (std::uint64_t m = 0; m < maps; ++m, pos += 8) {
+    const std::uint64_t n = Load<std::uint64_t>(p + pos);
+    stored_total += n;
+    if (partitions == options_.partitions) {
+      counts[(m / databases) * options_.databases + m % databases] = n;
+    }
+  }
+  if (stored_total != entries) {
+    return DataLossError("checkpoint counts do not add up: " + path);
+  }
+  const std::size_t entries_begin = pos;
+  // Calls fn(db, key, loc) for every entry, checking each as it goes.
+  auto for_each_entry = [&](auto&& fn) -> Status {
+    pos = entries_begin;
+    for (std::uint64_t i = 0; i < entries; ++i) {
+      if (body - pos < kCheckpointEntryBytes) {
+        return DataLossError("checkpoint is truncated: " + path);
+      }
+      const std::uint32_t db = Load<std::uint32_t>(p + pos);
+      const std::uint32_t key_bytes = Load<std::uint32_t>(p + pos + 4);
+      const RecordLocation loc{
+          Load<std::uint32_t>(p + pos + 8), Load<std::uint32_t>(p + pos + 12),
+          Load<std::uint32_t>(p + pos + 16), RecordLocation::kDurable};
+      pos += kCheckpointEntryBytes;
+      if (body - pos < key_bytes) {
+        return DataLossError("checkpoint is truncated: " + path);
+      }
+      const std::string_view key(p + pos, key_bytes);
+      pos += key_bytes;
+      if (db >= options_.databases || key.empty() ||
+          key.size() > options_.max_key_bytes) {
+        return InvalidArgumentError(
+            "the checkpoint holds a key or database out of range");
+      }
+      if (loc.block > *block ||
+          (loc.block == *block &&
+           loc.offset + std::uint64_t{loc.length} > *offset)) {
+        return DataLossError("a checkpoint entry points past its position");
+      }
+      CAIRN_RETURN_IF_ERROR(fn(db, key, loc));
+    }
+    if (pos != body) {
+      return DataLossError("checkpoint has trailing bytes: " + path);
+    }
+    return Status();
+  };
+  if (partitions != options_.partitions) {
+    CAIRN_RETURN_IF_ERROR(for_each_entry(
+        [&](std::uint32_t db, std::string_view key, const RecordLocation&) {
+          ++counts[PartitionOf(key) * options_.databases + db];
+          return Status();
+        }));
+  }
+  std::uint64_t rehashes_before = 0;
+  for (std::size_t part_index = 0; part_index < options_.partitions;
+       ++part_index) {
+    Partition& part = *partitions_[part_index];
+    MutexLock lock(&part.mu);
+    for (std::uint32_t d = 0; d < options_.databases; ++d) {
+      const std::uint64_t n = counts[part_index * options_.databases + d];
+      if (n != 0 && part.maps[d]->PreallocateForExpectedSize(n) !=
+                        ScanHashMapOutcome::kOk) {
+        return ResourceExhaustedError("presizing a map");
+      }
+      rehashes_before += part.maps[d]->stats().rehashes_started;
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(for_each_entry(
+      [&](std::uint32_t db, std::string_view key, const RecordLocation& loc) {
+        Partition& part = *partitions_[PartitionOf(key)];
+        MutexLock lock(&part.mu);
+        auto r = part.maps[db]->Insert(key, loc);
+        if (r.outcome == ScanHashMapOutcome::kAlreadyExists) {
+          return DataLossError("the checkpoint holds a key twice");
+        }
+        return r.ok() ? Status() : ToStatus(r.outcome);
+      }));
+  recovery_.checkpoint_entries = entries;
+  std::uint64_t rehashes_after = 0;
+  for (auto& part : partitions_) {
+    MutexLock lock(&part->mu);
+    for (auto& map : part->maps)
+      rehashes_after += map->stats().rehashes_started;
+  }
+  recovery_.rehashes_during_load = rehashes_after - rehashes_before;
+  return Status();
+}
+
+// --- Writes -----------------------------------------------------------------
+
+Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
+                                              std::uint32_t db,
+                                              std::string_view key,
+                                              std::string_view value,
+                                              LogBlockBuffer::Mark* mark) {
+  const std::size_t bytes = LogRecordBytes(key.size(), value.size());
+  PendingBlock* current = blocks_.back().get();
+  if (!current->buffer->Fits(bytes)) {
+    // Seal the current block and open the next one.
+    const std::uint64_t next = current->buffer->block() + 1;
+    if (next > UINT32_MAX) return ResourceExhaustedError("log is full");
+    std::unique_ptr<LogBlockBuffer> buffer;
+    if (!spare_buffers_.empty()) {
+      buffer = std::move(spare_buffers_.back());
+      spare_buffers_.pop_back();
+      buffer->Reset(next);
+    } else {
+      buffer.reset(new (std::nothrow) LogBlockBuffer(next, log_->data_bytes()));
+      if (buffer == nullptr || !buffer->ok()) {
+        return ResourceExhaustedError("block buffer");
+      }
+    }
+    std::unique_ptr<PendingBlock> pending(new (std::nothrow) PendingBlock);
+    if (pending == nullptr) return ResourceExhaustedError("pending block");
+    pending->buffer = std::move(buffer);
+    try {
+      blocks_.push_back(std::move(pending));
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError("pending block");
+    }
+    sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
+    current = blocks_.back().get();
+  }
+  *mark = current->buffer->mark();
+  const std::uint32_t offset = current->buffer->Append(type, db, key, value);
+  return RecordLocation{static_cast<std::uint32_t>(current->buffer->block()),
+                        offset, static_cast<std::uint32_t>(bytes), 0};
+}
+
+void LogStore::MaybeApplyBackPressure() {
+  if (sealed_blocks_.load(std::memory_order_relaxed) >=
+      options_.max_sealed_blocks) {
+    // An error here resurfaces at the host's next Flush.
+    (void)Flush();
+  }
+}
+
+Status LogStore::Set(std::uint32_t db, std::string_view key,
+                     std::string_view value) {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  CAIRN_RETURN_IF_ERROR(Validate(db, key, value));
+  Partition& part = *partitions_[PartitionOf(key)];
+  {
+    MutexLock partition_lock(&part.mu);
+    RecordIndex& map = *part.maps[db];
+    const std::uint64_t hash = map.HashOf(key);
+    MutexLock log_lock(&log_mu_);
+    LogBlockBuffer::Mark mark;
+    auto loc = AppendLocked(LogRecordType::kSet, db, key, value, &mark);
+    if (!loc.ok()) return loc.status();
+    PendingBlock& block = *blocks_.back();
+    const bool receipts = options_.mode == FlushMode::kReceipts;
+    if (receipts) {
+      try {
+        block.receipts.emplace_back();
+      } catch (const std::bad_alloc&) {
+        block.buffer->Rollback(mark);
+        return ResourceExhaustedError("receipt");
+      }
+    }
+    auto r = map.Upsert(key, *loc);
+    if (!r.ok()) {
+      block.buffer->Rollback(mark);
+      if (receipts) block.receipts.pop_back();
+      return ToStatus(r.outcome);
+    }
+    if (receipts) {
+      FlushReceipt& receipt = block.receipts.back();
+      receipt.address = r.entry->address();
+      receipt.generation = map.generation();
+      receipt.hash32 = RecordIndex::Hash32(hash);
+      receipt.tag = RecordIndex::TagOf(hash);
+      receipt.map = static_cast<std::uint32_t>(
+          PartitionOf(key) * options_.databases + db);
+      receipt.block = loc->block;
+      receipt.offset = loc->offset;
+      receipt.length = loc->length;
+    }
+  }
+  MaybeApplyBackPressure();
+  return Status();
+}
+
+Status LogStore::Del(std::uint32_t db, std::string_view key) {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
+  Partition& part = *partitions_[PartitionOf(key)];
+  {
+    MutexLock partition_lock(&part.mu);
+    RecordIndex& map = *part.maps[db];
+    if (map.Find(key) == nullptr) return NotFoundError();
+    MutexLock log_lock(&log_mu_);
+    LogBlockBuffer::Mark mark;
+    auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
+    if (!loc.ok()) return loc.status();
+    CAIRN_CHECK(map.Erase(key) == ScanHashMapOutcome::kOk);
+  }
+  MaybeApplyBackPressure();
+  return Status();
+}
+
+Status LogStore::FlushDb(std::uint32_t db) {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  if (db >= options_.databases) {
+    return InvalidArgumentError("database " + std::to_string(db) +
+                                " out of range");
+  }
+  std::vector<ScanHashMapPopulation> dropped;
+  try {
+    dropped.reserve(partitions_.size());
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("FlushDb");
+  }
+  LockAllPartitions();
+  Status status;
+  {
+    MutexLock log_lock(&log_mu_);
+    LogBlockBuffer::Mark mark;
+    auto loc = AppendLocked(LogRecordType::kFlushDb, db, {}, {}, &mark);
+    if (!loc.ok()) status = loc.status();
+  }
+  if (status.ok()) {
+    for (auto& part : partitions_) {
+      part->mu.AssertHeld();
+      dropped.push_back(part->maps[db]->Detach());
+    }
+  }
+  UnlockAllPartitions();
+  dropped.clear();  // frees the populations outside the locks
+  if (status.ok()) MaybeApplyBackPressure();
+  return status;
+}
+
+void LogStore::LockAllPartitions() {
+  for (auto& part : partitions_) part->mu.Lock();
+}
+void LogStore::UnlockAllPartitions() {
+  for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
+    (*it)->mu.Unlock();
+  }
+}
+
+// --- Reads ------------------------------------------------------------------
+
+bool LogStore::DurableByWatermark(const RecordLocation& loc) const noexcept {
+  const std::uint64_t w = watermark_.load(std::memory_order_acquire);
+  const std::uint64_t block = w >> 32;
+  const std::uint64_t boundary = w & 0xffffffffu;
+  return loc.block < block ||
+         (loc.block == block &&
+          loc.offset + std::uint64_t{loc.length} <= boundary);
+}
+
+namespace {
+Status CheckRecord(const LogRecordView& record, std::string_view key,
+                   std::uint32_t length) {
+  if (record.type != LogRecordType::kSet || record.key != key ||
+      record.bytes != length) {
+    return DataLossError("the index points at a record of another key");
+  }
+  return Status();
+}
+}  // namespace
+
+Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
+                              std::string* value) const {
+  std::string record_bytes(loc.length, '\0');
+  CAIRN_RETURN_IF_ERROR(
+      log_->ReadData(loc.block, loc.offset, loc.length, record_bytes.data()));
+  LogRecordView record;
+  CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
+      std::span<const char>(record_bytes.data(), record_bytes.size()), 0,
+      &record));
+  CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
+  value->assign(record.value);
+  return Status();
+}
+
+Status LogStore::Get(std::uint32_t db, std::string_view key,
+                     std::string* value) {
+  CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
+  Partition& part = *partitions_[PartitionOf(key)];
+  RecordLocation loc;
+  {
+    MutexLock partition_lock(&part.mu);
+    const RecordIndex::Entry* entry = part.maps[db]->Find(key);
+    if (entry == nullptr) return NotFoundError();
+    loc = entry->value();
+    if (!loc.durable()) {
+      MutexLock log_lock(&log_mu_);
+      if (!DurableByWatermark(loc)) {
+        // Unflushed: its block is still in memory (a block is released only
+        // once the watermark covers it, under log_mu_).
+        const std::uint64_t first = blocks_.front()->buffer->block();
+        CAIRN_CHECK(loc.block >= first && loc.block - first < blocks_.size());
+        const LogBlockBuffer& buffer = *blocks_[loc.block - first]->buffer;
+        LogRecordView record;
+        CAIRN_RETURN_IF_ERROR(
+            DecodeLogRecord(std::span<const char>(buffer.data(), buffer.used()),
+                            loc.offset, &record));
+        CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
+        value->assign(record.value);
+        return Status();
+      }
+    }
+  }
+  // Durable records never change on disk: read without locks.
+  return ReadFromFile(loc, key, value);
+}
+
+std::size_t LogStore::KeyCount(std::uint32_t db) {
+  std::size_t n = 0;
+  if (db >= options_.databases) return 0;
+  for (auto& part : partitions_) {
+    MutexLock lock(&part->mu);
+    n += part->maps[db]->size();
+  }
+  return n;
+}
+
+bool LogStore::IndexSaysDurable(std::uint32_t db, std::string_view key) {
+  if (db >= options_.databases || key.empty()) return false;
+  Partition& part = *partitions_[PartitionOf(key)];
+  MutexLock lock(&part.mu);
+  const RecordIndex::Entry* entry = part.maps[db]->Find(key);
+  return entry != nullptr && entry->value().durable();
+}
+
+// --- Flush, checkpoint, close -----------------------------------------------
+
+Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
+                         FlushReport* report) {
+  std::uint64_t target_block;
+  {
+    MutexLock log_lock(&log_mu_);
+    target_block = blocks_.back()->buffer->block();
+  }
+  std::size_t i = 0;
+  for (;;) {
+    PendingBlock* pending;
+    LogBlockHeader header;
+    std::uint32_t from;
+    std::vector<FlushReceipt> receipts;
+    {
+      MutexLock log_lock(&log_mu_);
+      if (i >= blocks_.size() || blocks_[i]->buffer->block() > target_block) {
+        break;
+      }
+      pending = blocks_[i].get();
+      LogBlockBuffer& buffer = *pending->buffer;
+      if (buffer.flushed == buffer.used()) {
+        ++i;
+        continue;
+      }
+      header = buffer.HeaderAtUsed(buffer.sequence + 1);
+      from = buffer.flushed;
+      receipts.swap(pending->receipts);
+    }
+    // The bytes below header.used_bytes never change again: no lock.
+    const std::int64_t start = NowNanos();
+    Status s = log_->FlushBlock(header, pending->buffer->data(), from);
+    const std::int64_t io = NowNanos() - start;
+    MutexLock log_lock(&log_mu_);
+    LogBlockBuffer& buffer = *pending->buffer;
+    buffer.sequence = header.sequence;  // even on error: never reuse a slot
+    if (!s.ok()) {
+      // Hand the receipts back for the next attempt.
+      try {
+        pending->receipts.insert(pending->receipts.begin(), receipts.begin(),
+                                 receipts.end());
+      } catch (const std::bad_alloc&) {
+        // Those entries stay unmarked; Get still finds them in memory or,
+        // once a later flush covers them, by the watermark.
+      }
+      return s;
+    }
+    buffer.flushed = header.used_bytes;
+    watermark_.store((header.block << 32) | header.used_bytes,
+                     std::memory_order_release);
+    if (report != nullptr) {
+      ++report->blocks_written;
+      report->bytes_written += header.used_bytes - from;
+      report->io_nanos += static_cast<std::uint64_t>(io);
+    }
+    if (!receipts.empty()) {
+      try {
+        batches->push_back(
+            {{static_cast<std::uint32_t>(header.block), header.used_bytes},
+             std::move(receipts)});
+      } catch (const std::bad_alloc&) {
+        // As above: the watermark covers these records.
+      }
+    }
+  }
+  return Status();
+}
+
+void LogStore::RunPasses(std::vector<FlushedBatch>& batches,
+                         FlushReport* report) {
+  if (options_.mode != FlushMode::kReceipts) return;
+  const std::int64_t start = NowNanos();
+  ReceiptPassStats total;
+  const std::uint32_t databases = options_.databases;
+  std::vector<FlushReceipt> sorted;
+  std::vector<std::size_t> begin(partitions_.size() + 1);
+  for (FlushedBatch& batch : batches) {
+    // Group by partition (counting sort, stable), outside every lock.
+    std::fill(begin.begin(), begin.end(), 0);
+    for (const FlushReceipt& r : batch.receipts) ++begin[r.map / databases + 1];
+    for (std::size_t p = 1; p < begin.size(); ++p) begin[p] += begin[p - 1];
+    sorted.resize(batch.receipts.size());
+    std::vector<std::size_t> next(begin.begin(), begin.end() - 1);
+    for (const FlushReceipt& r : batch.receipts)
+      sorted[next[r.map / databases]++] = r;
+    for (std::size_t p = 0; p < partitions_.size(); ++p) {
+      if (begin[p] == begin[p + 1]) continue;
+      Partition& part = *partitions_[p];
+      auto maps = [&part, databases](std::uint32_t id) -> RecordIndex* {
+        part.mu.AssertHeld();  // ApplyReceiptsSliced holds it around calls
+        return part.maps[id % databases].get();
+      };
+      total.Add(
+          ApplyReceiptsSliced(std::span<const FlushReceipt>(sorted).subspan(
+                                  begin[p], begin[p + 1] - begin[p]),
+                              maps, batch.range, options_.pass, &part.mu));
+    }
+  }
+  if (report != nullptr) {
+    report->pass.Add(total);
+    report->pass_nanos += static_cast<std::uint64_t>(NowNanos() - start);
+  }
+}
+
+void LogStore::ReleaseFlushedBlocks() {
+  MutexLock log_lock(&log_mu_);
+  while (blocks_.size() > 1 &&
+         blocks_.front()->buffer->flushed == blocks_.front()->buffer->used()) {
+    if (spare_buffers_.size() < 2) {
+      try {
+        spare_buffers_.push_back(std::move(blocks_.front()->buffer));
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    blocks_.pop_front();
+    sealed_blocks_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+Status LogStore::FlushLocked(FlushReport* report) {
+  std::vector<FlushedBatch> batches;
+  Status s = FlushIo(&batches, report);
+  RunPasses(batches, report);
+  ReleaseFlushedBlocks();
+  return s;
+}
+
+Status LogStore::Flush(FlushReport* report) {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  MutexLock flush_lock(&flush_mu_);
+  return FlushLocked(report);
+}
+
+Status LogStore::CheckpointLocked() {
+  std::vector<FlushedBatch> batches;
+  LockAllPartitions();
+  Status s = FlushIo(&batches, nullptr);
+  if (s.ok()) {
+    std::uint64_t block;
+    std::uint32_t offset;
+    {
+      MutexLock log_lock(&log_mu_);
+      block = blocks_.back()->buffer->block();
+      offset = blocks_.back()->buffer->used();
+    }
+    s = WriteCheckpoint(block, offset);
+  }
+  UnlockAllPartitions();
+  RunPasses(batches, nullptr);
+  ReleaseFlushedBlocks();
+  return s;
+}
+
+Status LogStore::Checkpoint() {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  MutexLock flush_lock(&flush_mu_);
+  return CheckpointLocked();
+}
+
+Status LogStore::Close() {
+  MutexLock flush_lock(&flush_mu_);
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
+  return options_.checkpoint_on_close ? CheckpointLocked()
+                                      : FlushLocked(nullptr);
+}
+
+Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {
+  std::string out;
+  std::uint64_t entries = 0;
+  try {
+    Put<std::uint64_t>(out, kCheckpointMagic);
+    Put<std::uint32_t>(out, kCheckpointVersion);
+    Put<std::uint32_t>(out, static_cast<std::uint32_t>(options_.partitions));
+    Put<std::uint32_t>(out, options_.databases);
+    Put<std::uint32_t>(out, offset);
+    Put<std::uint64_t>(out, block);
+    Put<std::uint64_t>(out, 0);  // entries, patched below
+    for (auto& part : partitions_) {
+      for (auto& map : part->maps) {
+        Put<std::uint64_t>(out, map->size());
+        entries += map->size();
+      }
+    }
+    for (auto& part : partitions_) {
+      for (std::uint32_t db = 0; db < options_.databases; ++db) {
+        const RecordIndex& map = *part->maps[db];
+        StableScanCursor cursor = map.StableScanBegin();
+        while (!cursor.done) {
+          const ScanHashMapOutcome o = map.ScanStable(
+              cursor,
+              [&](const RecordIndex::Entry& e) {
+                Put<std::uint32_t>(out, db);
+                Put<std::uint32_t>(out,
+                                   static_cast<std::uint32_t>(e.key().size()));
+                Put<std::uint32_t>(out, e.value().block);
+                Put<std::uint32_t>(out, e.value().offset);
+                Put<std::uint32_t>(out, e.value().length);
+                out.append(e.key());
+              },
+              1024);
+          CAIRN_CHECK(o == ScanHashMapOutcome::kOk);  // partitions are locked
+        }
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("checkpoint buffer");
+  }
+  std::memcpy(out.data() + 32, &entries, sizeof(entries));
+  const std::uint64_t checksum = XXH64(out.data(), out.size(), kCheckpointSeed);
+  out.append(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
+
+  const std::string tmp = dir_ + "/checkpoint.tmp";
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot create", tmp, errno);
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      return IoError("cannot write", tmp, error);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (options_.sync && ::fdatasync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return IoError("cannot sync", tmp, error);
+  }
+  ::close(fd);
+  const std::string path = dir_ + "/checkpoint";
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return IoError("cannot rename", tmp, errno);
+  }
+  return options_.sync ? SyncDirectory(dir_) : Status();
+}
+
+CAIRN_NAMESPACE_END
