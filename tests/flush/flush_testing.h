@@ -7,7 +7,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>

@@ -1,0 +1,77 @@
+// Copyright 2026 The cairn Authors.
+//
+// The crash test's child: applies the operation stream of `seed` to the
+// store in `dir` and, after every successful Flush or Checkpoint, writes the
+// number of operations made durable (8 bytes) to file descriptor `ack_fd`.
+// The parent kills it with SIGKILL at a random moment.
+//   flush_crash_child <dir> <seed> <ack_fd> <receipts|watermark> <sync 0|1>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cairn/flush/log_store.h"
+#include "flush/crash_ops.h"
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: %s dir seed ack_fd mode sync\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const std::uint64_t seed = std::strtoull(argv[2], nullptr, 10);
+  const int ack_fd = std::atoi(argv[3]);
+  cairn::LogStoreOptions options;
+  options.partitions = 4;
+  options.databases = cairn::testing::kCrashDatabases;
+  options.block_bytes = 64 * 1024;
+  options.max_value_bytes = 8192;
+  options.max_sealed_blocks = 2;
+  options.sync = std::string(argv[5]) == "1";
+  options.mode = std::string(argv[4]) == "watermark"
+                     ? cairn::FlushMode::kWatermark
+                     : cairn::FlushMode::kReceipts;
+  auto store = cairn::LogStore::Open(dir, options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "child: open: %s\n",
+                 std::string(store.status().message()).c_str());
+    return 3;
+  }
+  cairn::testing::CrashOpStream ops(seed);
+  for (std::uint64_t i = 0;; ++i) {
+    const cairn::testing::CrashOp op = ops.Next();
+    cairn::Status s;
+    switch (op.kind) {
+      case cairn::testing::CrashOp::kSet:
+        s = (*store)->Set(op.db, op.key, op.value);
+        break;
+      case cairn::testing::CrashOp::kDel:
+        s = (*store)->Del(op.db, op.key);
+        if (s.code() == cairn::StatusCode::kNotFound) s = cairn::Status();
+        break;
+      case cairn::testing::CrashOp::kFlushDb:
+        s = (*store)->FlushDb(op.db);
+        break;
+      case cairn::testing::CrashOp::kFlush:
+      case cairn::testing::CrashOp::kCheckpoint:
+        s = op.kind == cairn::testing::CrashOp::kFlush ? (*store)->Flush()
+                                                       : (*store)->Checkpoint();
+        if (s.ok()) {
+          const std::uint64_t durable = i + 1;
+          if (::write(ack_fd, &durable, sizeof(durable)) != sizeof(durable)) {
+            return 4;
+          }
+        }
+        break;
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "child: op %llu: %s\n",
+                   static_cast<unsigned long long>(i),
+                   std::string(s.message()).c_str());
+      return 5;
+    }
+  }
+}
