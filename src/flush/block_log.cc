@@ -15,9 +15,13 @@
 CAIRN_NAMESPACE_BEGIN
 namespace {
 
+// An operating-system call failed: kResourceExhausted for a full disk or
+// quota, kInternal otherwise, with the errno text.
 Status IoError(const char* what, const std::string& path, int error) {
-  return UnavailableError(std::string(what) + " " + path + ": " +
-                          std::strerror(error));
+  const std::string message =
+      std::string(what) + " " + path + ": " + std::strerror(error);
+  return error == ENOSPC || error == EDQUOT ? ResourceExhaustedError(message)
+                                            : InternalError(message);
 }
 
 // Reads up to `bytes` at `offset`; returns the count read (short at EOF) or

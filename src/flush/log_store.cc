@@ -36,9 +36,13 @@ std::int64_t NowNanos() {
       .count();
 }
 
+// An operating-system call failed: kResourceExhausted for a full disk or
+// quota, kInternal otherwise, with the errno text.
 Status IoError(const char* what, const std::string& path, int error) {
-  return UnavailableError(std::string(what) + " " + path + ": " +
-                          std::strerror(error));
+  const std::string message =
+      std::string(what) + " " + path + ": " + std::strerror(error);
+  return error == ENOSPC || error == EDQUOT ? ResourceExhaustedError(message)
+                                            : InternalError(message);
 }
 
 bool Exists(const std::string& path) {

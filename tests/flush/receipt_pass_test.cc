@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/alloc_counter.h"
 #include "testing/scan_hash_map_peer.h"
 #include "testing/stress.h"
 
@@ -293,6 +294,24 @@ TEST(ReceiptPassTest, SlicedPassHoldsTheLockPerSliceOnly) {
   // The lock is free again.
   EXPECT_TRUE(mu.TryLock());
   mu.Unlock();
+}
+
+// The header's contract: the pass functions never allocate.
+TEST(ReceiptPassTest, PassDoesNotAllocate) {
+  Universe u(2);
+  std::vector<FlushReceipt> receipts;
+  for (int i = 0; i < 500; ++i) {
+    receipts.push_back(u.Set(i % 2, "n" + std::to_string(i), Loc(2, i, 1)));
+  }
+  Mutex mu;
+  const std::uint64_t before = testing::AllocationsOnThisThread();
+  const ReceiptPassStats a = ApplyReceipts(receipts, u, {2, 1 << 20}, kSerial);
+  const ReceiptPassStats b = ApplyReceipts(receipts, u, {2, 1 << 20}, kStaged);
+  const ReceiptPassStats c =
+      ApplyReceiptsSliced(receipts, u, {2, 1 << 20}, kStaged, &mu);
+  EXPECT_EQ(testing::AllocationsOnThisThread(), before);
+  EXPECT_EQ(a.marked, 500u);
+  EXPECT_EQ(b.already_durable + c.already_durable, 1000u);
 }
 
 }  // namespace

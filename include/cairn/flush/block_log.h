@@ -49,7 +49,7 @@ struct BlockLogOptions {
 class BlockLog {
  public:
   // Creates a new log file (kAlreadyExists if `path` exists) and syncs its
-  // file header. kInvalidArgument for a bad block size; kUnavailable (with
+  // file header. kInvalidArgument for a bad block size; kInternal (with
   // errno text) if the file cannot be created.
   static Result<std::unique_ptr<BlockLog>> Create(
       const std::string& path, const BlockLogOptions& options);
@@ -75,8 +75,8 @@ class BlockLog {
   // The flush protocol for one block (see the top of this file): writes
   // data[from, header.used_bytes) of the block's data area, syncs, writes
   // `header` into slot header.sequence % 2, syncs. `data` is the start of
-  // the block's data area. kUnavailable on an I/O error (the block's state
-  // on disk is then its previous header's).
+  // the block's data area. kInternal (kResourceExhausted for a full disk) on an
+  // I/O error (the block's state on disk is then its previous header's).
   Status FlushBlock(const LogBlockHeader& header, const char* data,
                     std::uint32_t from);
   // The steps of FlushBlock, for tests that stop between them.
@@ -91,7 +91,7 @@ class BlockLog {
   // kFailedPrecondition if a slot holds a header of another format version.
   Result<LogBlockHeader> ReadHeader(std::uint64_t block) const;
   // Reads `bytes` of a block's data area from `offset`. kDataLoss if the
-  // file ends first, kUnavailable on an I/O error.
+  // file ends first, kInternal on an I/O error.
   Status ReadData(std::uint64_t block, std::uint32_t offset, std::size_t bytes,
                   char* out) const;
   Result<std::uint64_t> FileBytes() const;

@@ -115,8 +115,9 @@ class LogStore {
   // damaged log or checkpoint (a record failing its checksum below a
   // durable boundary, a missing block followed by present ones, a log
   // shorter than the checkpoint names, not a cairn log);
-  // kFailedPrecondition for another format version; kUnavailable for I/O
-  // errors. On error nothing was changed on disk.
+  // kFailedPrecondition for another format version; kInternal
+  // (kResourceExhausted for a full disk) for I/O errors. On error nothing was
+  // changed on disk.
   static Result<std::unique_ptr<LogStore>> Open(const std::string& dir,
                                                 const LogStoreOptions& options);
 
@@ -136,7 +137,7 @@ class LogStore {
   // still in flight for it are skipped, X7).
   Status FlushDb(std::uint32_t db);
   // The value into *value. kNotFound if absent; kDataLoss if the record
-  // read back fails its checksum; kUnavailable on a read error.
+  // read back fails its checksum; kInternal on a read error.
   Status Get(std::uint32_t db, std::string_view key, std::string* value);
 
   // Makes everything appended before the call durable, then marks the
