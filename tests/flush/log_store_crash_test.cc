@@ -10,6 +10,7 @@
 // continues from the recovered state.
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,14 +148,23 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
       _exit(127);
     }
     ::close(fds[1]);
-    // Let it run a random while (often mid-flush), then kill it.
+    // Let it run a random while (often mid-flush), then kill it. Most
+    // rounds first wait for its first acknowledged flush, so that slow
+    // (sanitizer) builds make progress too; every fourth round may kill
+    // it before that, even while it recovers.
+    std::uint64_t acked = 0;
+    if (round % 4 != 3) {
+      pollfd poll_fd{fds[0], POLLIN, 0};
+      ASSERT_EQ(::poll(&poll_fd, 1, 60000), 1) << "no flush within 60 s";
+      ASSERT_EQ(::read(fds[0], &acked, sizeof(acked)),
+                static_cast<ssize_t>(sizeof(acked)));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 120));
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int wstatus = 0;
     ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
     ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
         << "the child failed on its own, status " << wstatus;
-    std::uint64_t acked = 0;
     std::uint64_t ack;
     while (::read(fds[0], &ack, sizeof(ack)) == sizeof(ack))
       acked = std::max(acked, ack);

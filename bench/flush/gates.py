@@ -1,0 +1,89 @@
+"""Gates X4 and X5 of docs/flush.md: the receipt pass and LogStore end to end.
+
+Quick mode runs the receipt pass at 1M entries; --full at 16M (the
+population the gate ids are defined at). Candidate and baseline run in one
+benchmark invocation (random interleaving); ratios are of medians. X5 figures
+(LogStore SET/GET throughput and p99 with prefetch off, on and in watermark
+mode, fdatasync on a real file) are reported, not gated: their records carry
+the verdict `report` and a reference of 1.0 (no change).
+"""
+
+BINARY = "cairn_flush_benchmark"
+
+
+def _fmt(x):
+    return f"{x:.3g}"
+
+
+def _report(record):
+    record["verdict"] = "report"
+    record["goal"] = "~ 1.0"
+    return record
+
+
+def run(ctx):
+    records = []
+    pop = 16_000_000 if ctx.full else 1_000_000
+
+    runs = ctx.run_bench(BINARY, f"BM_FlushX4Receipts/.*/{pop}/(1|16384)$",
+                         repetitions=5, min_time=0.3)
+    med = lambda impl, maps: ctx.median(runs, f"BM_FlushX4Receipts/{impl}/{pop}/{maps}")
+    one = (med("staged", 1), med("serial", 1))
+    many = (med("staged", 16384), med("serial", 16384))
+    ctx.progress(f"X4 receipts {pop}: one map staged {one[0]/1e6:.2f} serial {one[1]/1e6:.2f} "
+                 f"M/s; 16K maps staged {many[0]/1e6:.2f} serial {many[1]/1e6:.2f} M/s")
+    records.append(ctx.gate(
+        "flush.X4.receipts", "X4 receipt pass over one 8 MiB block (8192 receipts of 1 KiB "
+        "records), one map, 24-byte keys; staged = metadata 16 / bucket+entry 8 ahead",
+        1, pop, "staged", "serial", one[0], one[1], "receipts/s", True, 2.5,
+        note=(f"16K small maps {_fmt(many[0] / many[1])} ({many[0]/1e6:.2f} vs "
+              f"{many[1]/1e6:.2f} M/s); one map {one[0]/1e6:.2f} vs {one[1]/1e6:.2f} M/s"
+              + ("" if ctx.full else "; quick mode: 1M entries, --full runs 16M"))))
+
+    runs = ctx.run_bench(BINARY, f"BM_FlushX4Block/.*/{pop}/1$", repetitions=5, min_time=0.3)
+    field = "locked_ns_per_block"
+    staged = ctx.median(runs, f"BM_FlushX4Block/staged/{pop}/1", field=field)
+    serial = ctx.median(runs, f"BM_FlushX4Block/serial/{pop}/1", field=field)
+    slice_staged = ctx.median(runs, f"BM_FlushX4Block/staged/{pop}/1", field="max_slice_ns")
+    slice_serial = ctx.median(runs, f"BM_FlushX4Block/serial/{pop}/1", field="max_slice_ns")
+    records.append(ctx.gate(
+        "flush.X4.critical_section", "X4 time the partition lock is held per 8 MiB block "
+        "(sliced pass, 512 receipts per slice), one map", 1, pop, "staged", "serial",
+        staged, serial, "ns/block", False, 0.5,
+        note=(f"per block {staged/1e6:.3f} ms staged vs {serial/1e6:.3f} ms serial; "
+              f"longest single hold {slice_staged/1e3:.0f} us vs {slice_serial/1e3:.0f} us")))
+
+    runs = ctx.run_bench(BINARY, f"BM_FlushX4Sweep/.*/{pop}/1$", repetitions=3, min_time=0.2)
+    sweep = {}
+    for d in ("0_0", "4_2", "8_4", "16_8", "32_16", "64_32", "16_0", "0_8"):
+        sweep[d] = ctx.median(runs, f"BM_FlushX4Sweep/{d}/{pop}/1")
+    base = sweep["0_0"]
+    ctx.progress("X4 sweep (metadata_bucket: ratio to serial): " +
+                 ", ".join(f"{d} {v / base:.2f}" for d, v in sweep.items()))
+    best = max(sweep, key=sweep.get)
+    records[0]["note"] += ("; sweep vs serial: " +
+                           ", ".join(f"{d} {_fmt(v / base)}" for d, v in sweep.items()) +
+                           f" (best {best})")
+
+    keys = 1_000_000 if ctx.full else 100_000
+    runs = ctx.run_bench(BINARY, f"BM_FlushX5(Set|Get)/.*/{keys}/real_time$", repetitions=3, min_time=0.5)
+    x5 = {}
+    for op in ("Set", "Get"):
+        for mode in ("off", "on", "watermark"):
+            name = f"BM_FlushX5{op}/{mode}/{keys}/real_time"
+            x5[(op, mode)] = (ctx.median(runs, name), ctx.median(runs, name, field="p99_ns"),
+                              ctx.median(runs, name, field="p9999_ns"))
+    for op in ("Set", "Get"):
+        off, on, wm = x5[(op, "off")], x5[(op, "on")], x5[(op, "watermark")]
+        ctx.progress(f"X5 {op}: off {off[0]/1e3:.1f}k/s p99 {off[1]/1e3:.1f} us; on "
+                     f"{on[0]/1e3:.1f}k/s p99 {on[1]/1e3:.1f} us; watermark {wm[0]/1e3:.1f}k/s "
+                     f"p99 {wm[1]/1e3:.1f} us")
+        records.append(_report(ctx.gate(
+            f"flush.X5.{op.lower()}", f"X5 LogStore {op.upper()} of 1 KiB values, uniform over "
+            f"{keys} keys, 8 MiB blocks, fdatasync, flush when a block is full",
+            1, keys, "prefetch on", "prefetch off", on[0], off[0], "ops/s", True, 1.0,
+            note=(f"on {on[0]/1e3:.1f}k ops/s, off {off[0]/1e3:.1f}k; p99 on {on[1]/1e3:.1f} us, "
+                  f"off {off[1]/1e3:.1f} us; p99.99 on {on[2]/1e3:.0f} us, off {off[2]/1e3:.0f} us; "
+                  f"watermark mode {wm[0]/1e3:.1f}k ops/s ({_fmt(wm[0] / off[0])} of off), "
+                  f"p99 {wm[1]/1e3:.1f} us, p99.99 {wm[2]/1e3:.0f} us"))))
+    return records
