@@ -148,13 +148,16 @@ struct Storage {
     size = std::exchange(other.size, 0);
   }
 
+  // What every lookup reads first, together (PrefetchMetadata): the
+  // tables and the rehash position; the arena's slab directory pointer
+  // follows the pool.
   IndexAllocator* allocator;
   Table tables[2];
-  BucketPool pool;
-  EntryArena arena;
   bool rehashing = false;
   std::uint64_t rehash_index = 0;  // next bucket of tables[0] to move
   std::size_t size = 0;
+  BucketPool pool;
+  EntryArena arena;
 };
 
 }  // namespace index_internal
@@ -379,9 +382,10 @@ class ScanHashMap {
 
   // Finds each keys[i] into out[i] (null on a miss; out.size() >= keys.size()).
   // Stages the work across the batch: key i is hashed and its bucket
-  // prefetched kBucketAhead keys before its tags are matched and its first
-  // candidate entry prefetched, which happens kEntryAhead keys before the key
-  // compare, so about kBucketAhead + kEntryAhead misses are in flight. The
+  // prefetched kBucketAhead keys before its tags are matched and every
+  // candidate entry prefetched (each line the key compare will read), which
+  // happens kEntryAhead keys before the key compare, so about
+  // kBucketAhead + kEntryAhead misses are in flight. The
   // distances are tunables per CPU (FindBatchStaged); FindBatch uses the
   // defaults measured on this project's bench machine.
   static constexpr std::size_t kBatchBucketAhead = 16;
@@ -409,15 +413,15 @@ class ScanHashMap {
       if (i >= kBucketAhead && i - kBucketAhead < n) {
         const std::size_t j = i - kBucketAhead;
         if (const Bucket* b = heads[j % kRing]) {
+          // Every candidate (a false tag match costs one prefetch), and the
+          // entry's second line when its key crosses into it.
+          const std::size_t entry_bytes = Entry::kKeyOffset + keys[j].size();
           std::uint32_t m =
               index_internal::MatchTags(*b, TagOf(hashes[j % kRing]));
           while (m != 0) {
             const std::uint32_t handle = b->handles[std::countr_zero(m)];
             m &= m - 1;
-            if (handle != 0) {
-              index_internal::PrefetchRead(storage_.arena.Address(handle));
-              break;
-            }
+            if (handle != 0) PrefetchEntry(handle, entry_bytes);
           }
         }
       }
@@ -477,17 +481,23 @@ class ScanHashMap {
 
   // --- Prefetch hints (const, pure: no observable effect) -------------------
 
-  // Prefetches the map's own header and directories, for hosts that touch
-  // many small maps.
+  // Prefetches the lines of the map object a lookup reads (generation,
+  // tables, rehash position, arena header), for hosts that touch many small
+  // maps. Issues prefetches only: it loads nothing, so it never waits for
+  // a miss (the map object is over 2 KiB, most of it free lists).
   void PrefetchMetadata() const noexcept {
-    index_internal::PrefetchRead(this);
-    index_internal::PrefetchRead(&storage_);
-    storage_.arena.PrefetchDirectory();
+    index_internal::PrefetchRead(&generation_);
+    index_internal::PrefetchRead(&storage_.tables[0]);
+    index_internal::PrefetchRead(&storage_.size);
+    index_internal::PrefetchRead(&storage_.arena);
   }
-  // Prefetches the head bucket(s) `hash` routes to. Only the low 32 bits
-  // route, so a receipt's 32-bit hash may be passed as is.
+  // Prefetches the head bucket(s) `hash` routes to and the first line of
+  // the arena's slab directory (for a small map, all of it). Reads the
+  // map's tables and arena header, which PrefetchMetadata brings in. Only
+  // the low 32 bits route, so a receipt's 32-bit hash may be passed as is.
   void PrefetchBucket(std::uint64_t hash) const noexcept {
     PrefetchRoutes(hash);
+    storage_.arena.PrefetchDirectory();
   }
 
   // --- Mutations (owner-only) -----------------------------------------------
@@ -759,6 +769,18 @@ class ScanHashMap {
     if ((hash32 & t0.mask()) >= storage_.rehash_index) out[count++] = 0;
     out[count++] = 1;
     return count;
+  }
+
+  // Prefetches every cache line of an entry of `bytes` bytes.
+  void PrefetchEntry(std::uint32_t handle, std::size_t bytes) const noexcept {
+    const char* entry =
+        static_cast<const char*>(storage_.arena.Address(handle));
+    index_internal::PrefetchRead(entry);
+    const std::uintptr_t line_offset =
+        reinterpret_cast<std::uintptr_t>(entry) & 63;
+    for (std::size_t next = 64 - line_offset; next < bytes; next += 64) {
+      index_internal::PrefetchRead(entry + next);
+    }
   }
 
   // Prefetches the routed head buckets; returns the first (null if none).
