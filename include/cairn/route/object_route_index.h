@@ -1,13 +1,21 @@
 // Copyright 2026 The cairn Authors.
 //
-// ObjectRouteIndex: the read-path RFC's "Proposed Route". A fixed array of
-// buckets, each an atomic pointer to an immutable BucketSnapshot that owns
-// its key strings and entry owners; fixed writer stripes; one shared empty
-// snapshot. Readers never lock: one epoch guard per point request or batch,
-// an acquire load of the bucket, a lookup by string_view, and the entry is
+// ObjectRouteIndex: the read-path RFC's "Proposed Route". A bucket table
+// (an atomic pointer to an array of buckets), each bucket an atomic pointer
+// to an immutable BucketSnapshot that owns its key strings and entry
+// owners; fixed writer stripes; one shared empty snapshot. Readers never
+// lock: one epoch guard per point request or batch, an acquire load of the
+// table and then of the bucket, a lookup by string_view, and the entry is
 // borrowed (no owner copy) for the callback. Writers lock the key's stripe,
 // copy only that bucket, publish the copy with release, and retire the old
 // snapshot into the EpochDomain with its byte size.
+//
+// Resizing: the table starts at RouteOptions::bucket_count buckets and
+// doubles (halves) when the mean entries per bucket leaves the band
+// [0.5, 2] (kMinMeanQuarters, kMaxMeanQuarters); writes move its buckets to
+// the new
+// table a slice at a time, each under its writer stripe, and readers never
+// wait for it (see "Resizing" below and docs/concurrency.md).
 //
 // Entry owners: for a singleton a plain owner; for an explicit group member
 // an aliasing owner whose .get() is the member and whose control block keeps
@@ -42,7 +50,10 @@
 // shared memory; they enter a guard of the route's domain through the
 // calling thread's implicit participant (EpochDomain::EnterOnThisThread).
 // Publish and EraseIfMatch lock one writer stripe, which is a leaf: nothing
-// else is locked and no host code runs under it (L3). Callbacks run inside
+// else is locked and no host code runs under it (L3). A write that then
+// finds a resize due or running try-locks the route's resize mutex (never
+// waits for it) and, holding it, locks up to kResizeSlice stripes one at a
+// time, so the order is resize mutex -> writer stripe. Callbacks run inside
 // the read guard: they may take object and group locks, but must not call
 // the route domain's Barrier() or Shutdown(), and nothing they are handed may
 // outlive the callback (D1). A write may wait for back-pressure (E4), so it
@@ -92,13 +103,16 @@ class ObjectRouteIndex {
   using Owner = std::shared_ptr<Entry>;
 
   // The band a resizing route keeps the mean entries per bucket in: it
-  // doubles its table when the mean rises above kMaxMeanEntries and halves
-  // it (never below the starting size) when the mean falls below
-  // kMinMeanEntries. A factor of four between the two, so a resize leaves
-  // the mean in the middle of the band and churn at one population never
-  // resizes back and forth.
-  static constexpr std::size_t kMaxMeanEntries = 4;
-  static constexpr std::size_t kMinMeanEntries = 1;
+  // doubles its table when the mean rises above 2 and halves it (never
+  // below the starting size) when the mean falls below 0.5. A factor of four
+  // between the two, so a resize leaves the mean at about 1, in the middle
+  // of the band, and churn at one population never resizes back and forth.
+  // Small buckets keep a publication's copy to a few cache lines
+  // (docs/route.md, "Resizing").
+  // In quarters of an entry: the band is [kMinMeanQuarters / 4,
+  // kMaxMeanQuarters / 4] entries per bucket.
+  static constexpr std::size_t kMaxMeanQuarters = 8;
+  static constexpr std::size_t kMinMeanQuarters = 2;
   // Buckets a write moves to the new table while a resize is in progress
   // (each under its own writer stripe, one at a time).
   static constexpr std::size_t kResizeSlice = 8;
@@ -408,6 +422,7 @@ class ObjectRouteIndex {
     d.resizes = resizes_.load(std::memory_order_relaxed);
     d.resize_copied_bytes =
         resize_copied_bytes_.load(std::memory_order_relaxed);
+    d.retired_bytes_total = retired_total_.load(std::memory_order_relaxed);
     const EpochDiagnostics e = domain_->Diagnostics();
     d.retired_bytes = e.retired_bytes;
     d.retired_count = e.retired_count;
@@ -434,7 +449,9 @@ class ObjectRouteIndex {
   // entry object the record's owner may be the last to hold.
   static constexpr std::size_t kRecordBytes = sizeof(Record) + sizeof(Entry);
 
-  struct alignas(64) Stripe {
+  // Packed (not a cache line each): stripes are taken by writers only, and
+  // an empty route should stay small (docs/route.md, "Memory").
+  struct Stripe {
     Mutex mu;
   };
 
@@ -563,6 +580,7 @@ class ObjectRouteIndex {
         reservation.emplace(std::move(waited).value());
         continue;
       }
+      retired_total_.fetch_add(need, std::memory_order_relaxed);
       if (old != Snapshot::Empty()) {
         domain_->RetireReserved(std::move(*reservation),
                                 const_cast<Snapshot*>(old), &Snapshot::Destroy,
@@ -604,8 +622,8 @@ class ObjectRouteIndex {
   bool OutOfBand() const noexcept {
     const std::size_t n = entries_.load(std::memory_order_relaxed);
     const std::size_t size = table_size_.load(std::memory_order_relaxed);
-    return n > kMaxMeanEntries * size ||
-           (size > min_buckets_ && n < kMinMeanEntries * size);
+    return 4 * n > kMaxMeanQuarters * size ||
+           (size > min_buckets_ && 4 * n < kMinMeanQuarters * size);
   }
 
   void ResizeStep() CAIRN_REQUIRES(resize_mu_) {
@@ -615,8 +633,8 @@ class ObjectRouteIndex {
     if (!resizing_.load(std::memory_order_relaxed)) {
       if (!OutOfBand()) return;
       const std::size_t size = from->size();
-      const bool grow =
-          entries_.load(std::memory_order_relaxed) > kMaxMeanEntries * size;
+      const bool grow = 4 * entries_.load(std::memory_order_relaxed) >
+                        kMaxMeanQuarters * size;
       Table* to = Table::Allocate(grow ? size * 2 : size / 2);
       if (to == nullptr) return;  // try again at a later write
       // Release: the new table's empty buckets are initialised before any
@@ -696,6 +714,7 @@ class ObjectRouteIndex {
 
   void RetireMoved(const Snapshot* s, std::optional<RetireReservation>* r) {
     if (s == Snapshot::Empty()) return;
+    retired_total_.fetch_add(s->bytes(), std::memory_order_relaxed);
     // Deferred: resize_mu_ is held (and maybe the caller's locks).
     domain_->RetireReserved(std::move(**r), const_cast<Snapshot*>(s),
                             &Snapshot::Destroy,
@@ -715,6 +734,7 @@ class ObjectRouteIndex {
     resizing_.store(false, std::memory_order_relaxed);
     resizes_.fetch_add(1, std::memory_order_relaxed);
     if (r.ok()) {
+      retired_total_.fetch_add(from->bytes(), std::memory_order_relaxed);
       domain_->RetireReserved(std::move(r).value(), from, &Table::Destroy,
                               EpochDomain::Reclaim::kDeferred);
     } else {
@@ -749,6 +769,7 @@ class ObjectRouteIndex {
   std::atomic<std::uint64_t> refusals_{0};  // locked writes without room
   std::atomic<std::uint64_t> resizes_{0};
   std::atomic<std::uint64_t> resize_copied_bytes_{0};
+  std::atomic<std::uint64_t> retired_total_{0};
 };
 
 CAIRN_NAMESPACE_END

@@ -38,6 +38,10 @@ struct RouteDiagnostics {
   // are included.
   std::uint64_t retired_bytes = 0;
   std::uint64_t retired_count = 0;
+  // Bytes this route has charged for retirement since it was built
+  // (replaced and moved snapshots, unlinked records and declared bytes, old
+  // tables): the churn cost, cumulative.
+  std::uint64_t retired_bytes_total = 0;
   std::uint64_t busy_count = 0;  // writes refused at the retired cap
   std::uint64_t stall_reports = 0;
   std::chrono::nanoseconds oldest_reader_age{0};

@@ -17,7 +17,7 @@ class EpochDomain;
 struct RouteOptions {
   // The starting number of route buckets, rounded up to a power of two. The
   // route doubles its bucket table when the mean entries per bucket rises
-  // above 4 and halves it when the mean falls below 1, never below this
+  // above 2 and halves it when the mean falls below 0.5, never below this
   // starting size (docs/route.md, "Resizing").
   std::size_t bucket_count = 64;
   // Keep bucket_count for the route's lifetime (no resizing), for hosts that
