@@ -1,4 +1,6 @@
-"""Route gates: W1 point reads, W2 batch R/W 1:1, W3 forced collision."""
+"""Route gates: W1 point reads, W2 batch R/W 1:1, W3 forced collision, W5
+membership churn (100k, 1M; 10M with --full) and W8 bytes per empty
+directory."""
 
 BINARY = "cairn_route_benchmark"
 THREADS = 2
@@ -44,4 +46,82 @@ def run(ctx):
         "route.W3.immunity", "epoch under W3 / epoch under W2", THREADS, population,
         "epoch W3", "epoch W2", w3_epoch, w2_epoch, "key ops/s",
         higher_is_better=True, goal_value=0.9, criterion="report"))
+    records.extend(churn(ctx))
+    records.extend(empty_directory(ctx))
     return records
+
+
+def churn(ctx):
+    """W5: create+delete pairs on top of the population, epoch vs shard.
+
+    100k and 1M in one interleaved run; 10M (several GiB) in a second run,
+    only with --full. copy_growth compares the epoch route's copied bytes per
+    publication (writes plus resize splits/merges) at the largest population
+    run against 100k."""
+    def run_sizes(sizes, repetitions):
+        pattern = "|".join(str(n) for n in sizes)
+        return ctx.run_bench(
+            BINARY, f"BM_RouteW5/.*/({pattern})/real_time/threads:{THREADS}$",
+            repetitions=repetitions, min_time=0.3)
+
+    sizes = [100_000, 1_000_000]
+    runs = run_sizes(sizes, 5)
+    if ctx.full:
+        runs += run_sizes([10_000_000], 3)
+        sizes.append(10_000_000)
+
+    def name(impl, n):
+        return f"BM_RouteW5/{impl}/{n}/real_time/threads:{THREADS}"
+
+    def med(impl, n, field="items_per_second"):
+        return ctx.median(runs, name(impl, n), field)
+
+    def describe(n):
+        parts = []
+        for impl in ("epoch", "shard"):
+            parts.append(
+                f"{impl} {med(impl, n) / 1e3:.0f} k ops/s, p99 pair "
+                f"{med(impl, n, 'p99_pair_ns') / 1e3:.1f} us")
+        parts.append(
+            f"epoch copied {med('epoch', n, 'copied_bytes_per_pub'):.0f} B/pub, "
+            f"retired {med('epoch', n, 'retired_bytes_per_pub'):.0f} B/pub, "
+            f"{med('epoch', n, 'buckets'):.0f} buckets")
+        return "; ".join(parts)
+
+    records = []
+    for n in sizes:
+        gate_id = "route.W5.churn" if n == 1_000_000 else f"route.W5.churn_{n // 1000}k"
+        records.append(ctx.gate(
+            gate_id, f"W5 create+delete, {n:,} objects", THREADS, n, "epoch", "shard",
+            med("epoch", n), med("shard", n), "ops/s", higher_is_better=True,
+            goal_value=0.7 if n == 1_000_000 else 0.0,
+            criterion="report (RFC)", note=describe(n)))
+    largest = sizes[-1]
+    records.append(ctx.gate(
+        "route.W5.copy_growth",
+        f"epoch copied bytes per publication, {largest:,} / 100,000 objects",
+        THREADS, largest, f"epoch {largest:,}", "epoch 100,000",
+        med("epoch", largest, "copied_bytes_per_pub"),
+        med("epoch", 100_000, "copied_bytes_per_pub"), "bytes/publication",
+        higher_is_better=False, goal_value=1.5, criterion="report (RFC)",
+        note=None if ctx.full else "quick run: 1M / 100k; --full measures 10M / 100k"))
+    return records
+
+
+def empty_directory(ctx):
+    """W8: heap bytes per empty GroupDirectory (default options, one shared
+    route epoch domain); the ratio field is value / 16 KiB."""
+    runs = ctx.run_bench(BINARY, "BM_DirectoryW8/", repetitions=1, min_time=0.01)
+    shared = ctx.median(runs, "BM_DirectoryW8/shared_domain:1/iterations:3",
+                        "bytes_per_directory")
+    own = ctx.median(runs, "BM_DirectoryW8/shared_domain:0/iterations:3",
+                     "bytes_per_directory")
+    route_share = ctx.median(runs, "BM_DirectoryW8/shared_domain:1/iterations:3",
+                             "route_share")
+    return [ctx.gate(
+        "directory.W8.empty_bytes", "bytes per empty GroupDirectory (default options, "
+        "shared route epoch domain)", 1, 0, "GroupDirectory", "16 KiB", shared,
+        16 * 1024, "bytes", higher_is_better=False, goal_value=1.0,
+        criterion="report (RFC)",
+        note=(f"with its own epoch domain {own / 1024:.1f} KiB; with 1 lifecycle "
+              f"stripe (the route and the rest) {route_share / 1024:.1f} KiB"))]

@@ -23,11 +23,14 @@
 #include <string_view>
 #include <vector>
 
+#include <malloc.h>
+
 #include <benchmark/benchmark.h>
 
 #include "bench/baselines/locked_route.h"
 #include "bench/baselines/shard_route.h"
 #include "cairn/base/mutex.h"
+#include "cairn/directory/group_directory.h"
 #include "cairn/route/object_route_index.h"
 #include "testing/route_peer.h"
 
@@ -96,6 +99,14 @@ const Population& GetPopulation(std::size_t n) {
 
 // --- implementations -------------------------------------------------------
 
+// Write-side counters for W5 (zero for routes that change in place).
+struct ChurnStats {
+  std::uint64_t publications = 0;
+  std::uint64_t copied_bytes = 0;  // by writes and by resizes
+  std::uint64_t retired_bytes = 0;
+  std::uint64_t buckets = 0;
+};
+
 // Both callback routes (the library's epoch route and the locked reference)
 // are driven the same way; only the route type differs.
 template <typename RouteT>
@@ -121,6 +132,11 @@ struct CallbackRouteImpl {
   }
   bool Erase(const Owner& e) {
     return route.EraseIfMatch(e->key, e->id(), e.get()).ok();
+  }
+  ChurnStats Stats() const {
+    const RouteDiagnostics d = route.Diagnostics();
+    return ChurnStats{d.publications, d.copied_bytes + d.resize_copied_bytes,
+                      d.retired_bytes_total, d.bucket_count};
   }
 };
 
@@ -169,6 +185,7 @@ struct ShardImpl {
     return route.ShardIndex(key);
   }
   bool Erase(const Owner& e) { return route.Erase(e->key); }
+  ChurnStats Stats() const { return ChurnStats{}; }
 };
 
 // One built instance per (implementation, population): the population plus
@@ -268,28 +285,56 @@ void BM_RouteW3(benchmark::State& state) {
 }
 
 // W5 membership churn: each iteration creates one fresh object and deletes
-// the one created kLag iterations earlier, on top of the population.
+// the one created kLag iterations earlier, on top of the population. Each
+// pair is timed (steady clock, both implementations alike) for the p99; the
+// route's counters give copied and retired bytes per publication over the
+// run (a create and a delete are one publication each).
 template <typename Impl>
 void BM_RouteW5(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   Impl& impl = *GetBuilt<Impl>(n).impl;
   constexpr std::size_t kLag = 256;
   std::vector<Owner> ring(kLag);
+  std::vector<std::uint32_t> pair_ns;
+  pair_ns.reserve(1 << 20);
   std::uint64_t next = (std::uint64_t{1} << 40) +
                        (static_cast<std::uint64_t>(state.thread_index()) << 32);
   std::size_t i = 0;
+  const ChurnStats before = impl.Stats();
   for (auto _ : state) {
     Owner& slot = ring[i++ % kLag];
+    Owner fresh = std::make_shared<BenchEntry>(next, MakeKey(next, "churn/"));
+    ++next;
+    const auto start = std::chrono::steady_clock::now();
     if (slot != nullptr && !impl.Erase(slot))
       state.SkipWithError("erase failed");
-    slot = std::make_shared<BenchEntry>(next, MakeKey(next, "churn/"));
-    ++next;
-    if (!impl.Publish(slot->key, slot)) state.SkipWithError("publish failed");
+    if (!impl.Publish(fresh->key, fresh)) state.SkipWithError("publish failed");
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (pair_ns.size() < pair_ns.capacity())
+      pair_ns.push_back(static_cast<std::uint32_t>(ns));
+    slot = std::move(fresh);
   }
+  const ChurnStats after = impl.Stats();
   for (Owner& o : ring) {
     if (o != nullptr) impl.Erase(o);
   }
   state.SetItemsProcessed(state.iterations() * 2);  // a create and a delete
+  if (!pair_ns.empty()) {
+    std::sort(pair_ns.begin(), pair_ns.end());
+    state.counters["p99_pair_ns"] = benchmark::Counter(
+        pair_ns[pair_ns.size() * 99 / 100], benchmark::Counter::kAvgThreads);
+  }
+  if (state.thread_index() == 0) {
+    const double pubs =
+        static_cast<double>(after.publications - before.publications);
+    state.counters["copied_bytes_per_pub"] =
+        pubs > 0 ? (after.copied_bytes - before.copied_bytes) / pubs : 0.0;
+    state.counters["retired_bytes_per_pub"] =
+        pubs > 0 ? (after.retired_bytes - before.retired_bytes) / pubs : 0.0;
+    state.counters["buckets"] = static_cast<double>(after.buckets);
+  }
 }
 
 // Bucket-count sweep for docs/route.md: point reads at 1M objects with
@@ -308,6 +353,7 @@ void BM_RouteBucketSweep(benchmark::State& state) {
     if (!slot) {
       RouteOptions options;
       options.bucket_count = buckets;
+      options.fixed_bucket_count = true;
       slot = std::make_unique<ObjectRouteIndex<BenchEntry>>(options);
       for (std::size_t i = 0; i < n; ++i) {
         if (!slot->Publish(pop.keys[i], pop.entries[i]).ok()) std::abort();
@@ -352,6 +398,62 @@ void BM_RouteBucketSweep(benchmark::State& state) {
 }
 BENCHMARK(BM_RouteBucketSweep)->DenseRange(12, 20, 2)->UseRealTime();
 
+// W8: heap bytes per empty GroupDirectory with default options, measured
+// as glibc's in-use bytes (mallinfo2, so allocator overhead included) around
+// building 1,000 of them. Two cases: `shared_domain` passes one route epoch
+// domain to every directory (RouteOptions::epoch_domain, the setup of a host
+// with many tenants), `own_domain` lets each route own its domain. The
+// breakdown counter `route_share` is the same measurement with the
+// directory's lifecycle stripes at 1 (so it is nearly all route).
+void BM_DirectoryW8(benchmark::State& state) {
+  const bool shared = state.range(0) == 1;
+  constexpr int kDirectories = 1000;
+  EpochDomain domain;
+  double per_directory = 0;
+  for (auto _ : state) {
+    const std::size_t before = mallinfo2().uordblks;
+    std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
+    dirs.reserve(kDirectories);
+    const std::size_t vector_bytes = mallinfo2().uordblks - before;
+    for (int i = 0; i < kDirectories; ++i) {
+      DirectoryOptions options;
+      options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
+      if (shared) options.route.epoch_domain = &domain;
+      dirs.push_back(std::make_unique<GroupDirectory<>>(options));
+    }
+    const std::size_t after = mallinfo2().uordblks;
+    per_directory =
+        static_cast<double>(after - before - vector_bytes) / kDirectories;
+    state.PauseTiming();
+    dirs.clear();
+    state.ResumeTiming();
+  }
+  state.counters["bytes_per_directory"] = per_directory;
+  {
+    const std::size_t before = mallinfo2().uordblks;
+    std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
+    dirs.reserve(kDirectories);
+    const std::size_t vector_bytes = mallinfo2().uordblks - before;
+    for (int i = 0; i < kDirectories; ++i) {
+      DirectoryOptions options;
+      options.lifecycle_stripes = 1;
+      if (shared) options.route.epoch_domain = &domain;
+      dirs.push_back(std::make_unique<GroupDirectory<>>(options));
+    }
+    state.counters["route_share"] =
+        static_cast<double>(mallinfo2().uordblks - before - vector_bytes) /
+        kDirectories;
+  }
+  state.counters["route_bytes"] =
+      static_cast<double>(sizeof(ObjectRouteIndex<ObjectEntry<>>));
+}
+BENCHMARK(BM_DirectoryW8)
+    ->ArgName("shared_domain")
+    ->Arg(1)
+    ->Arg(0)
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
 void Configure(benchmark::internal::Benchmark* b) {
   b->Arg(100'000)
       ->Arg(1'000'000)
@@ -373,8 +475,22 @@ CAIRN_ROUTE_BENCH(W2, EpochUnstagedImpl, "epoch_unstaged");
 CAIRN_ROUTE_BENCH(W2, ShardImpl, "shard");
 CAIRN_ROUTE_BENCH(W3, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W3, ShardImpl, "shard");
-CAIRN_ROUTE_BENCH(W5, EpochImpl, "epoch");
-CAIRN_ROUTE_BENCH(W5, ShardImpl, "shard");
+// W5 at 100k, 1M and 10M (the 10M population takes several GiB: the gate
+// runner asks for it only with --full).
+void ConfigureChurn(benchmark::internal::Benchmark* b) {
+  b->Arg(100'000)
+      ->Arg(1'000'000)
+      ->Arg(10'000'000)
+      ->Threads(1)
+      ->Threads(2)
+      ->UseRealTime();
+}
+BENCHMARK_TEMPLATE(BM_RouteW5, EpochImpl)
+    ->Name("BM_RouteW5/epoch")
+    ->Apply(ConfigureChurn);
+BENCHMARK_TEMPLATE(BM_RouteW5, ShardImpl)
+    ->Name("BM_RouteW5/shard")
+    ->Apply(ConfigureChurn);
 CAIRN_ROUTE_BENCH(W1, OwningImpl, "owning");
 CAIRN_ROUTE_BENCH(W2, OwningImpl, "owning");
 CAIRN_ROUTE_BENCH(W3, OwningImpl, "owning");

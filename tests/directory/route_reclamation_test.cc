@@ -43,6 +43,7 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
   std::atomic<int> removed{0};
   DirectoryOptions options;
   options.route.bucket_count = 1;  // every key in the reader's bucket
+  options.route.fixed_bucket_count = true;
   options.route.epoch_domain = &domain;
   options.on_removed = [&](const RemovedObject&) { removed.fetch_add(1); };
   auto dir = std::make_unique<Directory>(std::move(options));

@@ -7,9 +7,12 @@
 #include "cairn/route/object_route_index.h"
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +140,7 @@ static_assert(!ObjectRoute<ObjectRouteIndex<TestEntry>, int>);
 TEST(ObjectRouteIndexTest, CollisionsInOneBucketStayDistinct) {
   RouteOptions options;
   options.bucket_count = 1;  // every key in one bucket
+  options.fixed_bucket_count = true;
   options.stripe_count = 1;
   Route route(options);
   std::vector<Owner> owners;
@@ -466,6 +470,318 @@ TEST(ObjectRouteIndexStressTest, ReadersAlwaysSeeLiveEntriesOfTheirKey) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(reads.load(), 0);
+}
+
+// ---- resizing ---------------------------------------------------------------
+
+// Every key in `owners[0, n)` routes its owner; everything in `gone` misses.
+::testing::AssertionResult AllFound(const Route& route,
+                                    const std::vector<Owner>& owners,
+                                    std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) {
+    if (Find(route, owners[j]->key) != owners[j].get()) {
+      return ::testing::AssertionFailure() << "lost " << owners[j]->key;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The table doubles above the band and halves below it, every key stays
+// routed at every step of the incremental move, and once no resize is in
+// progress the mean entries per bucket is inside the band.
+TEST(ObjectRouteIndexResizeTest, GrowsAndShrinksKeepingEveryKeyRouted) {
+  RouteOptions options;
+  options.bucket_count = 4;
+  Route route(options);
+  constexpr std::size_t kKeys = 3000;
+  std::vector<Owner> owners;
+  std::size_t sizes_seen = 0, last_size = route.bucket_count();
+  for (std::size_t i = 0; i < kKeys; ++i) {
+    owners.push_back(Make(i + 1, "grow-" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(owners.back()->key, owners.back()).ok());
+    if (route.bucket_count() != last_size) {
+      ++sizes_seen;
+      last_size = route.bucket_count();
+    }
+    if (i % 61 == 0) {
+      ASSERT_TRUE(AllFound(route, owners, i + 1)) << i;
+    }
+  }
+  ASSERT_TRUE(AllFound(route, owners, kKeys));
+  RouteDiagnostics grown = route.Diagnostics();
+  EXPECT_EQ(grown.entries, kKeys);
+  EXPECT_EQ(grown.bucket_count, 2048u) << "3000 keys: mean 1.5 at 2048";
+  EXPECT_EQ(grown.resize_target_bucket_count, 0u);
+  EXPECT_EQ(grown.resizes, 9u) << "4 -> 2048 is nine doublings";
+  EXPECT_EQ(sizes_seen, 9u);
+  EXPECT_GT(grown.resize_copied_bytes, 0u);
+  EXPECT_EQ(grown.table_bytes,
+            route_internal::RouteTable<
+                route_internal::BucketSnapshot<TestEntry>>::BytesFor(2048));
+  // Drain to 10 keys, checking every key as the table halves.
+  for (std::size_t i = kKeys; i-- > 10;) {
+    ASSERT_TRUE(
+        route.EraseIfMatch(owners[i]->key, i + 1, owners[i].get()).ok());
+    if (i % 61 == 0) {
+      ASSERT_TRUE(AllFound(route, owners, i)) << i;
+    }
+  }
+  ASSERT_TRUE(AllFound(route, owners, 10));
+  for (std::size_t i = 10; i < kKeys; i += 7)
+    ASSERT_EQ(Find(route, owners[i]->key), nullptr) << i;
+  RouteDiagnostics shrunk = route.Diagnostics();
+  EXPECT_EQ(shrunk.entries, 10u);
+  EXPECT_LE(shrunk.bucket_count, 16u);
+  EXPECT_GE(shrunk.resizes, grown.resizes + 7);
+  // Never below the starting size.
+  for (std::size_t i = 10; i-- > 0;)
+    ASSERT_TRUE(
+        route.EraseIfMatch(owners[i]->key, i + 1, owners[i].get()).ok());
+  for (int i = 0; i < 64; ++i) {  // writes drive any resize still running
+    Owner o = Make(100000 + i, "again");
+    ASSERT_TRUE(route.Publish("again", o).ok());
+    ASSERT_TRUE(route.EraseIfMatch("again", 100000 + i, o.get()).ok());
+  }
+  EXPECT_EQ(route.bucket_count(), 4u);
+  EXPECT_EQ(route.Diagnostics().entries, 0u);
+}
+
+TEST(ObjectRouteIndexResizeTest, FixedBucketCountNeverResizes) {
+  RouteOptions options;
+  options.bucket_count = 4;
+  options.fixed_bucket_count = true;
+  Route route(options);
+  std::vector<Owner> owners;
+  for (int i = 0; i < 200; ++i) {
+    owners.push_back(Make(i + 1, "f" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(owners.back()->key, owners.back()).ok());
+  }
+  RouteDiagnostics d = route.Diagnostics();
+  EXPECT_EQ(d.bucket_count, 4u);
+  EXPECT_EQ(d.resizes, 0u);
+  EXPECT_TRUE(AllFound(route, owners, owners.size()));
+}
+
+// VisitHandles while a writer grows and shrinks the table under it: every
+// entry routed for the whole visit is emitted exactly once, and no entry is
+// emitted twice.
+TEST(ObjectRouteIndexResizeTest, VisitDuringResizeEmitsStableEntriesOnce) {
+  RouteOptions options;
+  options.bucket_count = 4;
+  Route route(options);
+  std::vector<Owner> stable;
+  for (int i = 0; i < 300; ++i) {
+    stable.push_back(Make(i + 1, "stable-" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(stable.back()->key, stable.back()).ok());
+  }
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    std::vector<Owner> churn;
+    std::uint64_t id = 1'000'000;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < 2000; ++i) {  // grow
+        churn.push_back(Make(id, "churn-" + std::to_string(id)));
+        ++id;
+        ASSERT_TRUE(route.Publish(churn.back()->key, churn.back()).ok());
+      }
+      for (const Owner& o : churn) {  // shrink
+        ASSERT_TRUE(route.EraseIfMatch(o->key, o->id(), o.get()).ok());
+      }
+      churn.clear();
+    }
+  });
+  const std::uint64_t resizes_before = route.Diagnostics().resizes;
+  int visits = 0;
+  const auto end =
+      std::chrono::steady_clock::now() + testing::StressDuration(400);
+  while (visits < 10 || std::chrono::steady_clock::now() < end) {
+    std::map<std::uint64_t, int> seen;
+    route.VisitHandles(16, [&](std::span<Owner> chunk) {
+      for (const Owner& o : chunk) ++seen[o->id()];
+      std::this_thread::yield();  // let the writer move buckets meanwhile
+    });
+    for (const Owner& o : stable) ASSERT_EQ(seen[o->id()], 1) << o->key;
+    for (const auto& [id, count] : seen) ASSERT_EQ(count, 1) << id;
+    ++visits;
+  }
+  stop.store(true);
+  writer.join();
+  EXPECT_GT(route.Diagnostics().resizes, resizes_before + 2)
+      << "the visits never overlapped a resize";
+}
+
+// A reader stalls inside a batch while writers grow the table: retired
+// bytes (moved snapshots, the old table) stay under the cap, the stall is
+// reported under the reader's name, and once it leaves the resize finishes
+// with every key routed.
+TEST(ObjectRouteIndexResizeTest, StalledReaderAcrossAResizeIsBounded) {
+  std::atomic<int> reports{0};
+  std::string reported_name;
+  std::mutex report_mu;
+  EpochOptions epoch_options;
+  epoch_options.retired_bytes_cap = 32 << 10;
+  epoch_options.reclaim_deadline = std::chrono::milliseconds(2);
+  epoch_options.stall_threshold = std::chrono::milliseconds(20);
+  epoch_options.reclaim_every = 1;
+  epoch_options.stall_hook = [&](const StallReport& r) {
+    std::lock_guard<std::mutex> lock(report_mu);
+    reported_name = r.participant_name;
+    reports.fetch_add(1);
+  };
+  EpochDomain domain(epoch_options);
+  RouteOptions options;
+  options.bucket_count = 4;
+  options.epoch_domain = &domain;
+  Route route(options);
+  std::vector<Owner> owners;
+  for (int i = 0; i < 16; ++i) {
+    owners.push_back(Make(i + 1, "pre-" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(owners.back()->key, owners.back()).ok());
+  }
+  std::atomic<bool> inside{false}, release{false};
+  std::thread reader([&] {
+    Participant named =
+        std::move(domain.RegisterParticipant("stalled-resize")).value();
+    Guard outer = named.Enter();
+    std::vector<std::string_view> keys{owners[0]->key, owners[1]->key};
+    route.WithEntries(keys, [&](std::size_t i, TestEntry* e) {
+      ASSERT_NE(e, nullptr);
+      inside.store(true);
+      while (!release.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_EQ(e->id(), i + 1) << "entry freed under the stalled reader";
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  const std::uint64_t resizes_before = route.Diagnostics().resizes;
+  int busy = 0;
+  std::uint64_t id = 17;
+  bool resize_seen = false;
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+  while (std::chrono::steady_clock::now() < end) {
+    Owner o = Make(id, "during-" + std::to_string(id));
+    Status s = route.Publish(o->key, o);
+    if (s.ok()) {
+      owners.push_back(o);
+      ++id;
+    } else {
+      ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+      ++busy;
+    }
+    RouteDiagnostics d = route.Diagnostics();
+    resize_seen |=
+        d.resize_target_bucket_count != 0 || d.resizes != resizes_before;
+    ASSERT_LE(domain.Diagnostics().peak_retired_bytes,
+              epoch_options.retired_bytes_cap);
+  }
+  EXPECT_TRUE(resize_seen) << "no resize started during the stall";
+  EXPECT_GT(busy, 0) << "writers never reached the cap";
+  EXPECT_GT(reports.load(), 0);
+  {
+    std::lock_guard<std::mutex> lock(report_mu);
+    EXPECT_EQ(reported_name, "stalled-resize");
+  }
+  release.store(true);
+  reader.join();
+  // Writes after the stall finish the resize.
+  for (int i = 0; i < 200; ++i) {
+    Owner o = Make(id, "after-" + std::to_string(id));
+    ++id;
+    ASSERT_TRUE(route.Publish(o->key, o).ok());
+    owners.push_back(o);
+  }
+  RouteDiagnostics after = route.Diagnostics();
+  EXPECT_GT(after.resizes, resizes_before);
+  EXPECT_TRUE(AllFound(route, owners, owners.size()));
+  EXPECT_LE(domain.Diagnostics().peak_retired_bytes,
+            epoch_options.retired_bytes_cap);
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(route.Diagnostics().retired_bytes, 0u);
+}
+
+// Readers (WithEntry, WithEntries batches, Pin) race writers that grow and
+// shrink the table over and over: a stable key is never missed, and every
+// borrowed entry is a live entry of the key asked for. 8 threads.
+TEST(ObjectRouteIndexStressTest, ReadersNeverMissAStableKeyDuringResizes) {
+  RouteOptions options;
+  options.bucket_count = 8;
+  Route route(options);
+  std::vector<Owner> stable;
+  for (int i = 0; i < 200; ++i) {
+    stable.push_back(Make(i + 1, "stable-" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(stable.back()->key, stable.back()).ok());
+  }
+  constexpr int kWriters = 3, kReaders = 5, kChurnKeys = 1500;
+  std::vector<std::vector<std::string>> churn_keys(kWriters);
+  for (int w = 0; w < kWriters; ++w) {
+    for (int i = 0; i < kChurnKeys; ++i) {
+      churn_keys[w].push_back("w" + std::to_string(w) + "-" +
+                              std::to_string(i));
+    }
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> missed{0}, wrong{0}, reads{0};
+  std::atomic<std::uint64_t> next_id{1000};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      std::vector<Owner> mine;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (const std::string& key : churn_keys[w]) {
+          mine.push_back(Make(next_id.fetch_add(1), key));
+          if (!route.Publish(key, mine.back()).ok()) wrong.fetch_add(1);
+        }
+        for (Owner& o : mine) {
+          if (!route.EraseIfMatch(o->key, o->id(), o.get()).ok())
+            wrong.fetch_add(1);
+          o->dead.store(true, std::memory_order_relaxed);
+        }
+        mine.clear();
+      }
+    });
+  }
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      std::minstd_rand rng(100 + r);
+      std::vector<std::string_view> batch(32);
+      std::vector<bool> is_stable(batch.size());
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+          is_stable[i] = rng() % 2 == 0;
+          batch[i] =
+              is_stable[i]
+                  ? std::string_view(stable[rng() % stable.size()]->key)
+                  : std::string_view(
+                        churn_keys[rng() % kWriters][rng() % kChurnKeys]);
+        }
+        route.WithEntries(batch, [&](std::size_t i, TestEntry* e) {
+          if (e == nullptr) {
+            if (is_stable[i]) missed.fetch_add(1);
+          } else if (e->key != batch[i] ||
+                     (is_stable[i] &&
+                      e->dead.load(std::memory_order_relaxed))) {
+            wrong.fetch_add(1);
+          }
+          reads.fetch_add(1, std::memory_order_relaxed);
+        });
+        const Owner& s = stable[rng() % stable.size()];
+        if (route.Pin(s->key) != s) missed.fetch_add(1);
+        route.WithEntry(s->key, [&](TestEntry* e) {
+          if (e != s.get()) missed.fetch_add(1);
+        });
+      }
+    });
+  }
+  std::this_thread::sleep_for(testing::StressDuration(1500));
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(missed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  RouteDiagnostics d = route.Diagnostics();
+  EXPECT_GE(d.resizes, 4u) << "the writers never resized the table";
+  EXPECT_TRUE(AllFound(route, stable, stable.size()));
 }
 
 }  // namespace

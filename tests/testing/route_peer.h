@@ -39,7 +39,7 @@ class ObjectRouteIndexTestPeer {
     if constexpr (requires { route.BucketIndex(key); }) {
       return route.BucketIndex(key);
     } else {
-      return RouteHash(key) & route.bucket_mask_;
+      return RouteHash(key) & (route.bucket_count() - 1);
     }
   }
 };

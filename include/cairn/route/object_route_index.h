@@ -1,13 +1,21 @@
 // Copyright 2026 The cairn Authors.
 //
-// ObjectRouteIndex: the read-path RFC's "Proposed Route". A fixed array of
-// buckets, each an atomic pointer to an immutable BucketSnapshot that owns
-// its key strings and entry owners; fixed writer stripes; one shared empty
-// snapshot. Readers never lock: one epoch guard per point request or batch,
-// an acquire load of the bucket, a lookup by string_view, and the entry is
+// ObjectRouteIndex: the read-path RFC's "Proposed Route". A bucket table
+// (an atomic pointer to an array of buckets), each bucket an atomic pointer
+// to an immutable BucketSnapshot that owns its key strings and entry
+// owners; fixed writer stripes; one shared empty snapshot. Readers never
+// lock: one epoch guard per point request or batch, an acquire load of the
+// table and then of the bucket, a lookup by string_view, and the entry is
 // borrowed (no owner copy) for the callback. Writers lock the key's stripe,
 // copy only that bucket, publish the copy with release, and retire the old
 // snapshot into the EpochDomain with its byte size.
+//
+// Resizing: the table starts at RouteOptions::bucket_count buckets and
+// doubles (halves) when the mean entries per bucket leaves the band
+// [0.5, 2] (kMinMeanQuarters, kMaxMeanQuarters); writes move its buckets to
+// the new
+// table a slice at a time, each under its writer stripe, and readers never
+// wait for it (see "Resizing" below and docs/concurrency.md).
 //
 // Entry owners: for a singleton a plain owner; for an explicit group member
 // an aliasing owner whose .get() is the member and whose control block keeps
@@ -42,7 +50,10 @@
 // shared memory; they enter a guard of the route's domain through the
 // calling thread's implicit participant (EpochDomain::EnterOnThisThread).
 // Publish and EraseIfMatch lock one writer stripe, which is a leaf: nothing
-// else is locked and no host code runs under it (L3). Callbacks run inside
+// else is locked and no host code runs under it (L3). A write that then
+// finds a resize due or running try-locks the route's resize mutex (never
+// waits for it) and, holding it, locks up to kResizeSlice stripes one at a
+// time, so the order is resize mutex -> writer stripe. Callbacks run inside
 // the read guard: they may take object and group locks, but must not call
 // the route domain's Barrier() or Shutdown(), and nothing they are handed may
 // outlive the callback (D1). A write may wait for back-pressure (E4), so it
@@ -72,6 +83,7 @@
 #include "cairn/route/internal/bucket_snapshot.h"
 #include "cairn/route/internal/chunk_emitter.h"
 #include "cairn/route/internal/route_hash.h"
+#include "cairn/route/internal/route_table.h"
 #include "cairn/route/route_concept.h"
 #include "cairn/route/route_diagnostics.h"
 #include "cairn/route/route_options.h"
@@ -90,6 +102,21 @@ class ObjectRouteIndex {
  public:
   using Owner = std::shared_ptr<Entry>;
 
+  // The band a resizing route keeps the mean entries per bucket in: it
+  // doubles its table when the mean rises above 2 and halves it (never
+  // below the starting size) when the mean falls below 0.5. A factor of four
+  // between the two, so a resize leaves the mean at about 1, in the middle
+  // of the band, and churn at one population never resizes back and forth.
+  // Small buckets keep a publication's copy to a few cache lines
+  // (docs/route.md, "Resizing").
+  // In quarters of an entry: the band is [kMinMeanQuarters / 4,
+  // kMaxMeanQuarters / 4] entries per bucket.
+  static constexpr std::size_t kMaxMeanQuarters = 8;
+  static constexpr std::size_t kMinMeanQuarters = 2;
+  // Buckets a write moves to the new table while a resize is in progress
+  // (each under its own writer stripe, one at a time).
+  static constexpr std::size_t kResizeSlice = 8;
+
   // Retire budget taken by PrepareWrite() with no lock held, for one write
   // the caller then makes under locks of its own. Move-only.
   class WriteBudget {
@@ -107,25 +134,45 @@ class ObjectRouteIndex {
                           : nullptr),
         domain_(options.epoch_domain != nullptr ? options.epoch_domain
                                                 : owned_domain_.get()),
-        bucket_mask_(route_internal::RoundUpPowerOfTwo(
-                         std::max<std::size_t>(options.bucket_count, 1)) -
-                     1),
-        stripe_mask_(route_internal::RoundUpPowerOfTwo(
-                         std::max<std::size_t>(options.stripe_count, 1)) -
-                     1),
-        buckets_(new Bucket[bucket_mask_ + 1]),
-        stripes_(new Stripe[stripe_mask_ + 1]) {}
+        min_buckets_(route_internal::RoundUpPowerOfTwo(
+            std::max<std::size_t>(options.bucket_count, 1))),
+        fixed_(options.fixed_bucket_count),
+        // Never more stripes than the smallest table has buckets, so every
+        // bucket of every table size belongs to exactly one stripe.
+        stripe_mask_(
+            std::min(route_internal::RoundUpPowerOfTwo(
+                         std::max<std::size_t>(options.stripe_count, 1)),
+                     min_buckets_) -
+            1),
+        stripes_(new Stripe[stripe_mask_ + 1]) {
+    Table* table = Table::Allocate(min_buckets_);
+    CAIRN_CHECK(table != nullptr);
+    table_.store(table, std::memory_order_relaxed);
+    table_size_.store(min_buckets_, std::memory_order_relaxed);
+  }
 
   ObjectRouteIndex(const ObjectRouteIndex&) = delete;
   ObjectRouteIndex& operator=(const ObjectRouteIndex&) = delete;
 
-  // No reader or writer may still be running. Live snapshots are freed here;
-  // retired ones belong to the domain (an owned domain drains them now).
+  // No reader or writer may still be running. Live snapshots and tables
+  // are freed here (a resize in progress holds live snapshots in both of
+  // its tables); retired ones belong to the domain (an owned domain drains
+  // them now).
   ~ObjectRouteIndex() {
-    for (std::size_t b = 0; b <= bucket_mask_; ++b) {
-      const Snapshot* s = buckets_[b].current.load(std::memory_order_acquire);
-      if (s != Snapshot::Empty()) Snapshot::DestroyWithRecords(s);
+    Table* t = table_.load(std::memory_order_acquire);
+    while (t != nullptr) {
+      for (std::size_t b = 0; b < t->size(); ++b) {
+        const Snapshot* s = t->at(b).load(std::memory_order_acquire);
+        if (s != Snapshot::Empty() && s != Snapshot::Moved()) {
+          Snapshot::DestroyWithRecords(s);
+        }
+      }
+      Table* next = t->next.load(std::memory_order_acquire);
+      Table::Destroy(t);
+      t = next;
     }
+    MutexLock lock(&resize_mu_);
+    for (Table* kept : kept_tables_) Table::Destroy(kept);
   }
 
   // fn(Entry*) with the routed entry borrowed for the call (nullptr if not
@@ -143,6 +190,7 @@ class ObjectRouteIndex {
   template <typename Fn>
   void WithEntries(std::span<const std::string_view> keys, Fn&& fn) const {
     Guard guard = domain_->EnterOnThisThread();
+    const Table* table = table_.load(std::memory_order_acquire);
     constexpr std::size_t kWindow = 16;
     std::uint64_t hashes[kWindow];
     const Snapshot* snapshots[kWindow];
@@ -150,11 +198,10 @@ class ObjectRouteIndex {
       const std::size_t n = std::min(kWindow, keys.size() - base);
       for (std::size_t i = 0; i < n; ++i) {
         hashes[i] = route_internal::RouteHash(keys[base + i]);
-        __builtin_prefetch(&buckets_[hashes[i] & bucket_mask_], 0, 3);
+        __builtin_prefetch(&table->at(hashes[i]), 0, 3);
       }
       for (std::size_t i = 0; i < n; ++i) {
-        snapshots[i] = buckets_[hashes[i] & bucket_mask_].current.load(
-            std::memory_order_acquire);
+        snapshots[i] = Resolve(table, hashes[i]);
         snapshots[i]->Prefetch(hashes[i]);
       }
       for (std::size_t i = 0; i < n; ++i) {
@@ -169,28 +216,56 @@ class ObjectRouteIndex {
   Owner Pin(std::string_view key) const {
     Guard guard = domain_->EnterOnThisThread();
     const std::uint64_t hash = route_internal::RouteHash(key);
-    const Snapshot* s = BucketFor(hash).current.load(std::memory_order_acquire);
+    const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
     const typename Snapshot::Slot* slot = s->Find(hash, key);
     return slot == nullptr ? Owner() : s->owner(slot);
   }
 
   // fn(std::span<Owner>) per chunk of at most `chunk` (>= 1) owners. Owners
   // are copied whole bucket by whole bucket under a short guard per chunk;
-  // fn runs with no guard held (D9). Entries published or unlinked during
-  // the visit may or may not be emitted. Allocates the chunk buffer.
+  // fn runs with no guard held (D9). Every entry routed for the whole visit
+  // is emitted exactly once, also while the table resizes (keys are walked
+  // in the order of their bit-reversed hash, in which a bucket of any table
+  // size is one interval); entries published or unlinked during the visit
+  // may or may not be emitted. Allocates the chunk buffer.
   template <typename Fn>
   void VisitHandles(std::size_t chunk, Fn&& fn) const {
     if (chunk == 0) chunk = 1;
     std::vector<Owner> staged;
     staged.reserve(chunk);
-    std::size_t b = 0;
-    while (b <= bucket_mask_) {
+    // Every key whose reversed hash is below `cursor` has been visited.
+    std::uint64_t cursor = 0;
+    bool done = false;
+    while (!done) {
       {
         Guard guard = domain_->EnterOnThisThread();
-        for (; b <= bucket_mask_ && staged.size() < chunk; ++b) {
-          buckets_[b]
-              .current.load(std::memory_order_acquire)
-              ->ForEach([&](const Owner& owner) { staged.push_back(owner); });
+        const Table* table = table_.load(std::memory_order_acquire);
+        while (!done && staged.size() < chunk) {
+          // A hash whose bucket, in any table, holds the key at `cursor`.
+          const std::uint64_t probe = route_internal::ReverseBits(cursor);
+          const Table* at = table;
+          const Snapshot* s = at->at(probe).load(std::memory_order_acquire);
+          while (s == Snapshot::Moved()) {
+            at = at->next.load(std::memory_order_acquire);
+            s = at->at(probe).load(std::memory_order_acquire);
+          }
+          s->ForEachSlot([&](const typename Snapshot::Slot& slot) {
+            if (route_internal::ReverseBits(slot.hash) >= cursor) {
+              staged.push_back(slot.record->owner);
+            }
+          });
+          // Past this bucket's interval: its top log2_size bits plus one.
+          const unsigned bits = at->log2_size();
+          if (bits == 0) {
+            done = true;
+          } else {
+            const std::uint64_t top = cursor >> (64 - bits);
+            if (top == at->mask()) {
+              done = true;
+            } else {
+              cursor = (top + 1) << (64 - bits);
+            }
+          }
         }
       }
       route_internal::EmitChunks(staged, chunk, /*flush=*/false, fn);
@@ -210,8 +285,7 @@ class ObjectRouteIndex {
     std::size_t need, floor;
     {
       Guard guard = domain_->EnterOnThisThread();
-      const Snapshot* s =
-          BucketFor(hash).current.load(std::memory_order_acquire);
+      const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
       need = floor = RetiredCost(s);
       if (const typename Snapshot::Slot* slot = s->Find(hash, key)) {
         need += RetainedBytes(*slot->entry);
@@ -235,7 +309,9 @@ class ObjectRouteIndex {
   // changes). kResourceExhausted: the retired cap has no room, or a snapshot
   // could not be allocated. kUnavailable: the route's epoch domain is shut
   // down. On every error nothing changes and `owner` is not kept. Locks the
-  // key's writer stripe to copy one bucket.
+  // key's writer stripe to copy one bucket; then, if the table is due to
+  // resize or resizing, moves up to kResizeSlice buckets, each under its
+  // own stripe (see "Resizing" in docs/route.md).
   //   budget == nullptr: the caller holds no lock; the write may wait for
   //     back-pressure and run deleters, after unlocking the stripe.
   //   budget != nullptr: the caller may hold locks; the write never waits
@@ -257,7 +333,10 @@ class ObjectRouteIndex {
         [&](const Snapshot* old) -> const Snapshot* {
           return old->CopyWithInsert(key, hash, record.get());
         });
-    if (s.ok()) record.release();  // owned by the bucket's snapshots now
+    if (!s.ok()) return s;
+    record.release();  // owned by the bucket's snapshots now
+    entries_.fetch_add(1, std::memory_order_relaxed);
+    MaybeResize(budget != nullptr);
     return s;
   }
 
@@ -273,7 +352,7 @@ class ObjectRouteIndex {
     if (entry == nullptr) return InvalidArgumentError();
     const std::uint64_t hash = route_internal::RouteHash(key);
     const typename Snapshot::Slot* slot = nullptr;
-    return Write(
+    Status s = Write(
         hash, budget,
         [&](const Snapshot* old, std::size_t* extra, std::size_t* floor) {
           slot = old->Find(hash, key);
@@ -290,6 +369,10 @@ class ObjectRouteIndex {
           if (fresh != nullptr) old->AdoptUnlinked(slot->record);
           return fresh;
         });
+    if (!s.ok()) return s;
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    MaybeResize(budget != nullptr);
+    return s;
   }
 
   // What an unlinked entry adds to the retired bytes charged to the epoch
@@ -305,24 +388,41 @@ class ObjectRouteIndex {
     }
   }
 
-  // Occupancy walks every bucket under short guards (not an atomic snapshot
-  // of the whole route); epoch figures come from the domain. Cold path.
+  // Occupancy walks every bucket of the current table (and of the table a
+  // resize in progress moves to) under one guard; it is not an atomic
+  // snapshot of the route while writers run. Epoch figures come from the
+  // domain. Cold path.
   RouteDiagnostics Diagnostics() const {
     RouteDiagnostics d;
-    d.bucket_count = bucket_mask_ + 1;
-    for (std::size_t b = 0; b <= bucket_mask_; ++b) {
+    {
       Guard guard = domain_->EnterOnThisThread();
-      const Snapshot* s = buckets_[b].current.load(std::memory_order_acquire);
-      d.entries += s->size();
-      if (!s->empty()) {
-        ++d.nonempty_buckets;
-        d.snapshot_bytes += s->bytes();
+      const Table* t = table_.load(std::memory_order_acquire);
+      d.bucket_count = t->size();
+      d.table_bytes = t->bytes();
+      for (; t != nullptr; t = t->next.load(std::memory_order_acquire)) {
+        if (t->size() != d.bucket_count) {
+          d.resize_target_bucket_count = t->size();
+          d.table_bytes += t->bytes();
+        }
+        for (std::size_t b = 0; b < t->size(); ++b) {
+          const Snapshot* s = t->at(b).load(std::memory_order_acquire);
+          if (s == Snapshot::Moved()) continue;
+          d.entries += s->size();
+          if (!s->empty()) {
+            ++d.nonempty_buckets;
+            d.snapshot_bytes += s->bytes();
+          }
+          d.max_bucket_entries =
+              std::max<std::size_t>(d.max_bucket_entries, s->size());
+        }
       }
-      d.max_bucket_entries =
-          std::max<std::size_t>(d.max_bucket_entries, s->size());
     }
     d.publications = publications_.load(std::memory_order_relaxed);
     d.copied_bytes = copied_bytes_.load(std::memory_order_relaxed);
+    d.resizes = resizes_.load(std::memory_order_relaxed);
+    d.resize_copied_bytes =
+        resize_copied_bytes_.load(std::memory_order_relaxed);
+    d.retired_bytes_total = retired_total_.load(std::memory_order_relaxed);
     const EpochDiagnostics e = domain_->Diagnostics();
     d.retired_bytes = e.retired_bytes;
     d.retired_count = e.retired_count;
@@ -332,7 +432,11 @@ class ObjectRouteIndex {
     return d;
   }
 
-  std::size_t bucket_count() const noexcept { return bucket_mask_ + 1; }
+  // The current table's bucket count (a resize in progress still counts
+  // the table it moves away from).
+  std::size_t bucket_count() const noexcept {
+    return table_size_.load(std::memory_order_relaxed);
+  }
   EpochDomain& epoch_domain() const noexcept { return *domain_; }
 
  private:
@@ -340,14 +444,14 @@ class ObjectRouteIndex {
 
   using Snapshot = route_internal::BucketSnapshot<Entry>;
   using Record = route_internal::RouteRecord<Entry>;
+  using Table = route_internal::RouteTable<Snapshot>;
   // An unlinked entry's fixed share of the retired bytes: its record and the
   // entry object the record's owner may be the last to hold.
   static constexpr std::size_t kRecordBytes = sizeof(Record) + sizeof(Entry);
 
-  struct Bucket {
-    std::atomic<const Snapshot*> current{Snapshot::Empty()};
-  };
-  struct alignas(64) Stripe {
+  // Packed (not a cache line each): stripes are taken by writers only, and
+  // an empty route should stay small (docs/route.md, "Memory").
+  struct Stripe {
     Mutex mu;
   };
 
@@ -357,8 +461,21 @@ class ObjectRouteIndex {
     return options;
   }
 
+  // The snapshot routing `hash`, starting at `table` (loaded under the
+  // caller's guard) and following `next` past buckets a resize moved.
+  static const Snapshot* Resolve(const Table* table,
+                                 std::uint64_t hash) noexcept {
+    const Snapshot* s = table->at(hash).load(std::memory_order_acquire);
+    while (s == Snapshot::Moved()) [[unlikely]] {
+        table = table->next.load(std::memory_order_acquire);
+        s = table->at(hash).load(std::memory_order_acquire);
+      }
+    return s;
+  }
+
+  // Caller holds a guard.
   Entry* Lookup(std::uint64_t hash, std::string_view key) const noexcept {
-    const Snapshot* s = BucketFor(hash).current.load(std::memory_order_acquire);
+    const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
     const typename Snapshot::Slot* slot = s->Find(hash, key);
     return slot == nullptr ? nullptr : slot->entry;
   }
@@ -389,22 +506,24 @@ class ObjectRouteIndex {
     return domain_->Reserve(need);
   }
 
-  // One copy-on-write step on the bucket of `hash`. Under the stripe lock,
-  // check(old, &extra, &floor) decides whether to change the bucket: a
-  // non-OK Status refuses (returned as is, nothing changed); OK proceeds,
+  // One copy-on-write step on the bucket of `hash`. Under a guard and the
+  // stripe lock, the bucket is found through the current table (following
+  // `next` past a bucket a resize moved: under the stripe no bucket of it
+  // can move), and check(old, &extra, &floor) decides whether to change it:
+  // a non-OK Status refuses (returned as is, nothing changed); OK proceeds,
   // and `extra` is what the write retires besides `old` (an unlinked
   // entry's RetainedBytes, `floor` if that exceeds the cap). Then the
   // retire budget for it all is put in hand before build(old) makes the
   // replacement (null: allocation failure, nothing changed): from `locked`
   // (see Publish) or taken without waiting under the stripe. Without room:
-  // a locked write refuses at once; an unlocked one drops the stripe, waits
-  // in Reserve() (which may run deleters, i.e. host code, so never under a
-  // cairn lock: L3) and starts over, a bounded number of times.
+  // a locked write refuses at once; an unlocked one drops the stripe and
+  // the guard, waits in Reserve() (which may run deleters, i.e. host code,
+  // so never under a cairn lock: L3) and starts over, a bounded number of
+  // times.
   template <typename Check, typename Build>
   Status Write(std::uint64_t hash, WriteBudget* locked, Check&& check,
                Build&& build) {
     constexpr int kMaxWaits = 4;
-    Bucket& bucket = BucketFor(hash);
     WriteBudget own;
     WriteBudget* budget = locked != nullptr ? locked : &own;
     std::optional<RetireReservation>& reservation = budget->reservation_;
@@ -413,8 +532,16 @@ class ObjectRouteIndex {
       std::size_t need = 0;
       std::size_t floor = 0;
       {
+        // The guard keeps the table alive: a resize may retire it while
+        // this writer waits for the stripe.
+        Guard guard = domain_->EnterOnThisThread();
         MutexLock lock(&StripeFor(hash).mu);
-        old = bucket.current.load(std::memory_order_acquire);
+        Table* table = table_.load(std::memory_order_acquire);
+        old = table->at(hash).load(std::memory_order_acquire);
+        while (old == Snapshot::Moved()) {
+          table = table->next.load(std::memory_order_acquire);
+          old = table->at(hash).load(std::memory_order_acquire);
+        }
         std::size_t extra = 0;
         std::size_t extra_floor = 0;
         CAIRN_RETURN_IF_ERROR(check(old, &extra, &extra_floor));
@@ -434,9 +561,9 @@ class ObjectRouteIndex {
           if (fresh == nullptr) return AllocationFailed();
           // Release: the snapshot's contents (and the entries it owns,
           // initialised before publication, D8) reach acquiring readers.
-          bucket.current.store(fresh, std::memory_order_release);
+          table->at(hash).store(fresh, std::memory_order_release);
           // Counted under the stripe: once it is released, another writer
-          // may replace and retire `fresh`, and this thread holds no guard.
+          // may replace and retire `fresh`.
           publications_.fetch_add(1, std::memory_order_relaxed);
           copied_bytes_.fetch_add(RetiredCost(fresh),
                                   std::memory_order_relaxed);
@@ -453,6 +580,7 @@ class ObjectRouteIndex {
         reservation.emplace(std::move(waited).value());
         continue;
       }
+      retired_total_.fetch_add(need, std::memory_order_relaxed);
       if (old != Snapshot::Empty()) {
         domain_->RetireReserved(std::move(*reservation),
                                 const_cast<Snapshot*>(old), &Snapshot::Destroy,
@@ -465,25 +593,183 @@ class ObjectRouteIndex {
     }
   }
 
-  const Bucket& BucketFor(std::uint64_t hash) const noexcept {
-    return buckets_[hash & bucket_mask_];
+  // ---- resizing -------------------------------------------------------------
+  //
+  // One resize at a time, driven by writes (no hidden thread). A write that
+  // finds the mean outside the band, or a resize in progress, try-locks
+  // resize_mu_ (never waits for it) and runs one step: start a resize
+  // (allocate the new table, link it as the current table's `next`), move
+  // up to kResizeSlice units, or finish (publish the new table as current,
+  // retire the old one). A unit is one old bucket (growing: split into new
+  // buckets i and i + old size) or one new bucket (shrinking: merge of old
+  // buckets j and j + new size); both lie under one writer stripe because
+  // no table is smaller than the stripe count. A unit moves under that
+  // stripe: the new snapshots are stored in the new table, then the old
+  // bucket(s) are set to Moved() with release, then the replaced snapshots
+  // are retired. Writers and readers that meet Moved() follow `next`.
+  // The argument is in docs/concurrency.md ("Route resizing").
+
+  // `locked`: the caller may hold locks of its own, so no deleter runs here.
+  void MaybeResize(bool locked) {
+    if (fixed_) return;
+    if (!resizing_.load(std::memory_order_relaxed) && !OutOfBand()) return;
+    if (!resize_mu_.TryLock()) return;  // another writer is stepping
+    ResizeStep();
+    resize_mu_.Unlock();
+    if (!locked) domain_->ReclaimIfDue();
   }
-  Bucket& BucketFor(std::uint64_t hash) noexcept {
-    return buckets_[hash & bucket_mask_];
+
+  bool OutOfBand() const noexcept {
+    const std::size_t n = entries_.load(std::memory_order_relaxed);
+    const std::size_t size = table_size_.load(std::memory_order_relaxed);
+    return 4 * n > kMaxMeanQuarters * size ||
+           (size > min_buckets_ && 4 * n < kMinMeanQuarters * size);
   }
+
+  void ResizeStep() CAIRN_REQUIRES(resize_mu_) {
+    // Only this thread (holding resize_mu_) changes table_ or retires a
+    // table, so it reads them without a guard.
+    Table* from = table_.load(std::memory_order_relaxed);
+    if (!resizing_.load(std::memory_order_relaxed)) {
+      if (!OutOfBand()) return;
+      const std::size_t size = from->size();
+      const bool grow = 4 * entries_.load(std::memory_order_relaxed) >
+                        kMaxMeanQuarters * size;
+      Table* to = Table::Allocate(grow ? size * 2 : size / 2);
+      if (to == nullptr) return;  // try again at a later write
+      // Release: the new table's empty buckets are initialised before any
+      // thread can follow `next` to it.
+      from->next.store(to, std::memory_order_release);
+      cursor_ = 0;
+      resizing_.store(true, std::memory_order_relaxed);
+    }
+    Table* to = from->next.load(std::memory_order_relaxed);
+    const bool grow = to->size() > from->size();
+    const std::size_t units = grow ? from->size() : to->size();
+    for (std::size_t k = 0; k < kResizeSlice && cursor_ < units; ++k) {
+      if (!(grow ? SplitUnit(from, to, cursor_) : MergeUnit(from, to, cursor_)))
+        return;  // no retire room or memory now; a later write retries
+      ++cursor_;
+    }
+    if (cursor_ == units) Finish(from, to);
+  }
+
+  // Moves old bucket i of `from` to buckets i and i + from->size() of `to`.
+  bool SplitUnit(Table* from, Table* to, std::size_t i)
+      CAIRN_REQUIRES(resize_mu_) {
+    const Snapshot* old = nullptr;
+    std::optional<RetireReservation> reservation;
+    {
+      MutexLock lock(&stripes_[i & stripe_mask_].mu);
+      old = from->at(i).load(std::memory_order_acquire);
+      if (!Reserve(old, &reservation)) return false;
+      const Snapshot* low = nullptr;
+      const Snapshot* high = nullptr;
+      if (!Snapshot::Split(old, from->size(), &low, &high)) return false;
+      to->at(i).store(low, std::memory_order_release);
+      to->at(i + from->size()).store(high, std::memory_order_release);
+      // Release: a thread that reads Moved() sees the new buckets filled.
+      from->at(i).store(Snapshot::Moved(), std::memory_order_release);
+      resize_copied_bytes_.fetch_add(RetiredCost(low) + RetiredCost(high),
+                                     std::memory_order_relaxed);
+    }
+    RetireMoved(old, &reservation);
+    return true;
+  }
+
+  // Moves old buckets j and j + to->size() of `from` to bucket j of `to`.
+  bool MergeUnit(Table* from, Table* to, std::size_t j)
+      CAIRN_REQUIRES(resize_mu_) {
+    const Snapshot* a = nullptr;
+    const Snapshot* b = nullptr;
+    std::optional<RetireReservation> reserve_a, reserve_b;
+    {
+      MutexLock lock(&stripes_[j & stripe_mask_].mu);
+      a = from->at(j).load(std::memory_order_acquire);
+      b = from->at(j + to->size()).load(std::memory_order_acquire);
+      if (!Reserve(a, &reserve_a) || !Reserve(b, &reserve_b)) return false;
+      const Snapshot* merged = Snapshot::Merge(a, b);
+      if (merged == nullptr) return false;
+      to->at(j).store(merged, std::memory_order_release);
+      from->at(j).store(Snapshot::Moved(), std::memory_order_release);
+      from->at(j + to->size())
+          .store(Snapshot::Moved(), std::memory_order_release);
+      resize_copied_bytes_.fetch_add(RetiredCost(merged),
+                                     std::memory_order_relaxed);
+    }
+    RetireMoved(a, &reserve_a);
+    RetireMoved(b, &reserve_b);
+    return true;
+  }
+
+  // Budget for retiring a moved snapshot, taken without waiting (the
+  // resize runs under the caller's locks and resize_mu_).
+  bool Reserve(const Snapshot* s, std::optional<RetireReservation>* out) {
+    if (s == Snapshot::Empty()) return true;
+    Result<RetireReservation> r = domain_->TryReserve(s->bytes());
+    if (!r.ok()) return false;
+    out->emplace(std::move(r).value());
+    return true;
+  }
+
+  void RetireMoved(const Snapshot* s, std::optional<RetireReservation>* r) {
+    if (s == Snapshot::Empty()) return;
+    retired_total_.fetch_add(s->bytes(), std::memory_order_relaxed);
+    // Deferred: resize_mu_ is held (and maybe the caller's locks).
+    domain_->RetireReserved(std::move(**r), const_cast<Snapshot*>(s),
+                            &Snapshot::Destroy,
+                            EpochDomain::Reclaim::kDeferred);
+    r->reset();
+  }
+
+  // Every bucket of `from` is Moved(): `to` becomes the current table and
+  // `from` is retired (readers that loaded it still follow its `next`).
+  void Finish(Table* from, Table* to) CAIRN_REQUIRES(resize_mu_) {
+    Result<RetireReservation> r = domain_->TryReserve(from->bytes());
+    if (!r.ok() && r.status().code() == StatusCode::kResourceExhausted) {
+      return;  // the cap is full now; a later write finishes
+    }
+    table_.store(to, std::memory_order_release);
+    table_size_.store(to->size(), std::memory_order_relaxed);
+    resizing_.store(false, std::memory_order_relaxed);
+    resizes_.fetch_add(1, std::memory_order_relaxed);
+    if (r.ok()) {
+      retired_total_.fetch_add(from->bytes(), std::memory_order_relaxed);
+      domain_->RetireReserved(std::move(r).value(), from, &Table::Destroy,
+                              EpochDomain::Reclaim::kDeferred);
+    } else {
+      // A table larger than the whole cap, or a domain shut down: it
+      // cannot be retired, so it is kept (all Moved, never freed under a
+      // reader) until the route is destroyed.
+      kept_tables_.push_back(from);
+    }
+  }
+
   Stripe& StripeFor(std::uint64_t hash) noexcept {
-    return stripes_[(hash & bucket_mask_) & stripe_mask_];
+    return stripes_[hash & stripe_mask_];
   }
 
   const std::unique_ptr<EpochDomain> owned_domain_;
   EpochDomain* const domain_;
-  const std::size_t bucket_mask_;
-  const std::size_t stripe_mask_;
-  const std::unique_ptr<Bucket[]> buckets_;
+  const std::size_t min_buckets_;  // the starting size; never shrinks below
+  const bool fixed_;
+  const std::size_t stripe_mask_;  // < min_buckets_
   const std::unique_ptr<Stripe[]> stripes_;
+  // Read by every reader; written only by a resize finishing.
+  alignas(64) std::atomic<Table*> table_{nullptr};
+  // Write side.
+  alignas(64) std::atomic<std::size_t> entries_{0};
+  std::atomic<std::size_t> table_size_{0};
+  std::atomic<bool> resizing_{false};
+  Mutex resize_mu_;
+  std::size_t cursor_ CAIRN_GUARDED_BY(resize_mu_) = 0;
+  std::vector<Table*> kept_tables_ CAIRN_GUARDED_BY(resize_mu_);
   std::atomic<std::uint64_t> publications_{0};
   std::atomic<std::uint64_t> copied_bytes_{0};
   std::atomic<std::uint64_t> refusals_{0};  // locked writes without room
+  std::atomic<std::uint64_t> resizes_{0};
+  std::atomic<std::uint64_t> resize_copied_bytes_{0};
+  std::atomic<std::uint64_t> retired_total_{0};
 };
 
 CAIRN_NAMESPACE_END

@@ -16,13 +16,20 @@
 CAIRN_NAMESPACE_BEGIN
 
 struct RouteDiagnostics {
+  // The current bucket table (while a resize runs, the table it moves
+  // away from; resize_target_bucket_count is the one it moves to, else 0).
   std::size_t bucket_count = 0;
+  std::size_t resize_target_bucket_count = 0;
+  std::size_t table_bytes = 0;  // the live bucket tables' allocations
   std::size_t entries = 0;
   std::size_t nonempty_buckets = 0;
   std::size_t max_bucket_entries = 0;
   // Epoch route only (a route without an epoch domain leaves them zero):
-  std::uint64_t publications = 0;    // snapshots published
-  std::uint64_t copied_bytes = 0;    // bytes of snapshots built by writers
+  std::uint64_t publications = 0;  // snapshots published
+  std::uint64_t copied_bytes = 0;  // bytes of snapshots built by writers
+  std::uint64_t resizes = 0;       // resizes finished (grow or shrink)
+  // Bytes of snapshots built by resizes (splits and merges).
+  std::uint64_t resize_copied_bytes = 0;
   std::uint64_t snapshot_bytes = 0;  // bytes of the live snapshots
   // Bytes charged to the epoch domain and not yet released: retired
   // snapshots, the records and declared bytes of the entries unlinked with
@@ -31,6 +38,10 @@ struct RouteDiagnostics {
   // are included.
   std::uint64_t retired_bytes = 0;
   std::uint64_t retired_count = 0;
+  // Bytes this route has charged for retirement since it was built
+  // (replaced and moved snapshots, unlinked records and declared bytes, old
+  // tables): the churn cost, cumulative.
+  std::uint64_t retired_bytes_total = 0;
   std::uint64_t busy_count = 0;  // writes refused at the retired cap
   std::uint64_t stall_reports = 0;
   std::chrono::nanoseconds oldest_reader_age{0};

@@ -50,6 +50,10 @@ class alignas(64) BucketSnapshot {
 
   // The one immutable empty bucket every route bucket starts with.
   static const BucketSnapshot* Empty() noexcept { return &kEmpty; }
+  // The marker a resize leaves in a bucket of the table it moves away from:
+  // the bucket's keys now live in the table's `next` (see RouteTable). Never
+  // looked into; compared by address only.
+  static const BucketSnapshot* Moved() noexcept { return &kMoved; }
 
   std::uint32_t size() const noexcept { return size_; }
   std::size_t bytes() const noexcept { return bytes_; }
@@ -81,12 +85,62 @@ class alignas(64) BucketSnapshot {
     return std::string_view(blob() + slot.key_offset, slot.key_size);
   }
 
-  // Calls fn(const Owner&) for every routed entry.
+  // Calls fn(const Slot&) for every routed entry.
   template <typename Fn>
-  void ForEach(Fn&& fn) const {
+  void ForEachSlot(Fn&& fn) const {
     for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
-      if (slots()[i].entry != nullptr) fn(slots()[i].record->owner);
+      if (slots()[i].entry != nullptr) fn(slots()[i]);
     }
+  }
+
+  // Resize, growing: the slots of `s` whose hash has `bit` clear go to
+  // *low, the others to *high (the shared empty snapshot for none). Records
+  // are shared, not copied. False on allocation failure, with nothing left
+  // allocated.
+  static bool Split(const BucketSnapshot* s, std::uint64_t bit,
+                    const BucketSnapshot** low, const BucketSnapshot** high) {
+    std::uint32_t n_high = 0;
+    std::size_t key_high = 0;
+    s->ForEachSlot([&](const Slot& slot) {
+      if ((slot.hash & bit) != 0) {
+        ++n_high;
+        key_high += slot.key_size;
+      }
+    });
+    BucketSnapshot* parts[2] = {nullptr, nullptr};
+    const std::uint32_t n[2] = {s->size_ - n_high, n_high};
+    const std::size_t keys[2] = {s->key_bytes_ - key_high, key_high};
+    for (int h = 0; h < 2; ++h) {
+      if (n[h] == 0) continue;
+      parts[h] = Allocate(n[h], keys[h]);
+      if (parts[h] == nullptr) {
+        if (parts[0] != nullptr) Destroy(parts[0]);
+        return false;
+      }
+    }
+    s->ForEachSlot([&](const Slot& slot) {
+      parts[(slot.hash & bit) != 0 ? 1 : 0]->Add(slot.hash, s->key(slot),
+                                                 slot.entry, slot.record);
+    });
+    *low = parts[0] != nullptr ? parts[0] : Empty();
+    *high = parts[1] != nullptr ? parts[1] : Empty();
+    return true;
+  }
+
+  // Resize, shrinking: one snapshot holding the slots of both. The shared
+  // empty snapshot if both are empty; null on allocation failure.
+  static const BucketSnapshot* Merge(const BucketSnapshot* a,
+                                     const BucketSnapshot* b) {
+    if (a->size_ + b->size_ == 0) return Empty();
+    BucketSnapshot* merged =
+        Allocate(a->size_ + b->size_, a->key_bytes_ + b->key_bytes_);
+    if (merged == nullptr) return nullptr;
+    for (const BucketSnapshot* from : {a, b}) {
+      from->ForEachSlot([&](const Slot& slot) {
+        merged->Add(slot.hash, from->key(slot), slot.entry, slot.record);
+      });
+    }
+    return merged;
   }
 
   // A new snapshot: this one plus (key -> record). The caller checked that
@@ -120,7 +174,7 @@ class alignas(64) BucketSnapshot {
   // the bucket's current snapshot and stay.
   static void Destroy(void* p) noexcept {
     auto* snapshot = static_cast<BucketSnapshot*>(p);
-    CAIRN_DCHECK(snapshot != &kEmpty);
+    CAIRN_DCHECK(snapshot != &kEmpty && snapshot != &kMoved);
     delete snapshot->unlinked_;
     ::operator delete(snapshot, std::align_val_t(alignof(BucketSnapshot)));
   }
@@ -200,6 +254,7 @@ class alignas(64) BucketSnapshot {
   }
 
   static const BucketSnapshot kEmpty;
+  static const BucketSnapshot kMoved;
 
   std::uint32_t mask_ = 0;  // capacity - 1 (capacity is a power of two)
   std::uint32_t size_ = 0;
@@ -210,6 +265,8 @@ class alignas(64) BucketSnapshot {
 
 template <typename Entry>
 inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kEmpty{};
+template <typename Entry>
+inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kMoved{};
 
 }  // namespace route_internal
 CAIRN_NAMESPACE_END
