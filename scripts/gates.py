@@ -103,6 +103,10 @@ class Context:
         return [b for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"
                 and not b.get("error_occurred")]
 
+    # min/quartiles/max of per-repetition ratios, for modules that pair
+    # repetitions themselves.
+    spread_of = staticmethod(spread_of)
+
     @staticmethod
     def values(runs, name, field="items_per_second"):
         """Every repetition's value of `field` for the run `name`."""

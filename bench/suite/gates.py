@@ -12,7 +12,8 @@ sweep of the gate rows; --full sweeps every row at 1, 2 and 8 threads with
 more repetitions.
 """
 
-import json
+import statistics
+import subprocess
 
 DIR_BINARY = "cairn_directory_benchmark"
 SUITE_BINARY = "cairn_suite_benchmark"
@@ -116,8 +117,188 @@ def directory_gates(ctx, plan):
     return records
 
 
+PEERS = (("tbb", "tbb::concurrent_hash_map", "libtbb-dev"),
+         ("lfht", "liburcu cds_lfht (urcu-memb)", "liburcu-dev"),
+         ("cuckoo", "libcuckoo cuckoohash_map", "libcuckoo-dev"))
+
+
+def _listed(ctx, binary):
+    done = subprocess.run([str(ctx.bench_dir / binary), "--benchmark_list_tests"],
+                          capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def _sweep(ctx, t):
+    return ctx.full or t == THREADS
+
+
+def route_gates(ctx, plan):
+    """W1/W2 and W6 against shard and object_index (plus the peers in W6)."""
+    listed = _listed(ctx, SUITE_BINARY)
+    threads_all = (1, 2, 8)
+    records = []
+
+    # W1 and W2: one invocation per thread count, three implementations.
+    runs = {}
+    for t in threads_all:
+        runs[t] = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW[12]/.*/real_time/threads:{t}$",
+                                repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+
+    def rate(runs_t, w, impl, t, suffix=""):
+        return ctx.median(runs_t, f"BM_Suite{w}/{impl}{suffix}/real_time/threads:{t}")
+
+    table = {"title": "W1 point reads and W2 batch R/W 1:1 (M key ops/s; W2 batch "
+                      "p50/p99 in us)",
+             "columns": ["workload", "threads", "epoch", "shard", "object_index",
+                         "epoch / shard", "epoch / object_index", "epoch p50/p99",
+                         "object_index p50/p99"],
+             "rows": []}
+    for w in ("W1", "W2"):
+        for t in threads_all:
+            e, s, o = (rate(runs[t], w, i, t) for i in ("epoch", "shard", "object_index"))
+            lat = ["-", "-"]
+            if w == "W2":
+                lat = [f"{_us(ctx.median(runs[t], f'BM_SuiteW2/{i}/real_time/threads:{t}', 'p50_ns'))}/"
+                       f"{_us(ctx.median(runs[t], f'BM_SuiteW2/{i}/real_time/threads:{t}', 'p99_ns'))}"
+                       for i in ("epoch", "object_index")]
+            table["rows"].append([w, t, _m(e), _m(s), _m(o), f"{e / s:.2f}", f"{e / o:.2f}", *lat])
+    e, o = rate(runs[THREADS], "W2", "epoch", THREADS), rate(runs[THREADS], "W2", "object_index",
+                                                                THREADS)
+    s = rate(runs[THREADS], "W2", "shard", THREADS)
+    records.append(ctx.gate(
+        "route.W2.vs_object_index", "W2 batch R/W 1:1, 32 keys, uniform; object_index = one "
+        "rwlock per tenant, strong handle copied, then the entry lock", THREADS,
+        plan.population, "epoch", "object_index", e, o, "key ops/s", higher_is_better=True,
+        goal_value=2.0, note=f"epoch / shard {e / s:.2f} in the same run",
+        extra={"tables": [table]}))
+
+    # W6: Zipf 0.99 point ops, YCSB B and A, against shard, object_index and
+    # the peers.
+    impls = ["epoch", "shard", "object_index"]
+    missing = []
+    for peer, label, package in PEERS:
+        if any(n.startswith(f"BM_SuiteW6/{peer}/") for n in listed):
+            impls.append(peer)
+        else:
+            missing.append(f"{peer} ({label}): {package} was not installed when the bench "
+                           "was configured")
+    w6 = {}
+    for t in threads_all:
+        if not _sweep(ctx, t):
+            continue
+        w6[t] = ctx.run_bench(SUITE_BINARY,
+                              f"BM_SuiteW6/({'|'.join(impls)})/read:(95|50)/real_time/threads:{t}$",
+                              repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    w6_table = {"title": "W6 Zipf 0.99 point operations (M key ops/s)",
+                "columns": ["mix", "threads", *impls, "epoch / best peer", "best peer"],
+                "rows": []}
+    peer_names = [p for p in impls if p in ("tbb", "lfht", "cuckoo")]
+    for read, mix in ((95, "B (95/5)"), (50, "A (50/50)")):
+        for t in sorted(w6):
+            vals = {i: ctx.median(w6[t], f"BM_SuiteW6/{i}/read:{read}/real_time/threads:{t}")
+                    for i in impls}
+            best = max(peer_names, key=lambda p: vals[p]) if peer_names else None
+            w6_table["rows"].append([mix, t, *(_m(vals[i]) for i in impls),
+                                     f"{vals['epoch'] / vals[best]:.2f}" if best else "-",
+                                     best or "-"])
+    if missing:
+        records.append(ctx.skipped(
+            "route.W6.zipf_b", "W6 Zipf 0.99, YCSB B (95/5) point ops, epoch / best peer",
+            "peer missing: " + "; ".join(missing)))
+        records[-1]["extra"] = {"tables": [w6_table]}
+    else:
+        vals = {i: ctx.median(w6[THREADS], f"BM_SuiteW6/{i}/read:95/real_time/threads:{THREADS}")
+                for i in impls}
+        best = max(peer_names, key=lambda p: vals[p])
+        a = {i: ctx.median(w6[THREADS], f"BM_SuiteW6/{i}/read:50/real_time/threads:{THREADS}")
+             for i in impls}
+        best_a = max(peer_names, key=lambda p: a[p])
+        records.append(ctx.gate(
+            "route.W6.zipf_b", "W6 Zipf 0.99, YCSB B (95/5) point ops, same per-object work",
+            THREADS, plan.population, "epoch", f"best peer ({best})", vals["epoch"], vals[best],
+            "key ops/s", higher_is_better=True, goal_value=1.0,
+            note=(f"peers: " + ", ".join(f"{p} {_m(vals[p])}" for p in peer_names) +
+                  f" M ops/s; epoch / shard {vals['epoch'] / vals['shard']:.2f}, / object_index "
+                  f"{vals['epoch'] / vals['object_index']:.2f}; YCSB A epoch / best peer "
+                  f"({best_a}) {a['epoch'] / a[best_a]:.2f}"),
+            extra={"tables": [w6_table]}))
+    return records
+
+
+def w4_gates(ctx, plan):
+    """W4 flat vs two_level: point g32, same/cross-group batches g8/32/128."""
+    w4 = {}
+    for t in (1, 2, 8):
+        if not _sweep(ctx, t):
+            continue
+        w4[t] = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW4.*/real_time/threads:{t}$",
+                              repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+
+    def name(w, impl, g, t):
+        return f"BM_SuiteW4{w}/{impl}/g:{g}/real_time/threads:{t}"
+
+    table = {"title": "W4 flat vs two_level (M key ops/s; batch p99 in us)",
+             "columns": ["workload", "group size", "threads", "flat", "two_level",
+                         "flat / two_level", "flat p99", "two_level p99"],
+             "rows": []}
+    for t in sorted(w4):
+        for w, sizes in (("Point", (32,)), ("Same", (8, 32, 128)), ("Cross", (8, 32, 128))):
+            for g in sizes:
+                f = ctx.median(w4[t], name(w, "flat", g, t))
+                two = ctx.median(w4[t], name(w, "two_level", g, t))
+                p99 = ["-", "-"]
+                if w != "Point":
+                    p99 = [_us(ctx.median(w4[t], name(w, i, g, t), "p99_ns"))
+                           for i in ("flat", "two_level")]
+                table["rows"].append([{"Point": "point reads", "Same": "same-group batch R/W",
+                                       "Cross": "cross-group batch R/W"}[w], g, t, _m(f),
+                                      _m(two), f"{f / two:.2f}", *p99])
+    records = []
+    for gid, w, workload, goal, rfc in (
+            ("route.W4.point_g32", "Point", "W4 point reads, group size 32", 1.3, "+33.6% (RFC)"),
+            ("route.W4.same_group", "Same", "W4 same-group batch R/W 1:1, 32 keys, group size 32",
+             1.16, "+16.0% (RFC)"),
+            ("route.W4.cross_group", "Cross", "W4 cross-group batch R/W 1:1, 32 keys, group "
+             "size 32", 1.5, "+54.3% (RFC)")):
+        f = ctx.median(w4[THREADS], name(w, "flat", 32, THREADS))
+        two = ctx.median(w4[THREADS], name(w, "two_level", 32, THREADS))
+        records.append(ctx.gate(gid, workload, THREADS, plan.population, "flat", "two_level",
+                                f, two, "key ops/s", higher_is_better=True, goal_value=goal,
+                                criterion=f"report ({rfc})",
+                                extra={"tables": [table]} if gid.endswith("point_g32") else None))
+    return records
+
+
+def w8_gate(ctx, plan):
+    """W8: RSS per 1M objects, one fresh process per implementation."""
+    reps = 3 if ctx.full else 1
+    values = {"flat": [], "two_level": []}
+    for _ in range(reps):
+        for impl in ("flat", "two_level"):  # alternate: drift hits both
+            runs = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW8/{impl}/", repetitions=1,
+                                 min_time=0.01, env=plan.env, interleave=False)
+            values[impl] += ctx.values(runs, f"BM_SuiteW8/{impl}/iterations:1/real_time",
+                                       "rss_per_1m_objects")
+    flat = statistics.median(values["flat"])
+    two = statistics.median(values["two_level"])
+    spread = ctx.spread_of([f / t for f, t in zip(values["flat"], values["two_level"])])
+    return [ctx.gate(
+        "route.W8.rss", "W8 RSS growth per 1M objects over the population phase (VmRSS, "
+        "after malloc_trim), group-size mix 1/8/32/128 (a quarter of the objects each), "
+        "fresh process per implementation", 1, plan.population, "flat", "two_level",
+        flat, two, "bytes per 1M objects", higher_is_better=False, goal_value=0.8,
+        criterion="report (RFC 571.1 vs 685.3 MB)", spread=spread,
+        note=f"flat {flat / 2**20:.1f} MiB, two_level {two / 2**20:.1f} MiB per 1M objects"
+             + ("" if reps > 1 else "; one process each in quick mode (--full: 3)"))]
+
+
 def run(ctx):
     plan = Plan(ctx)
     records = []
-    records += directory_gates(ctx, plan)
+    for section in (directory_gates, route_gates, w4_gates, w8_gate):
+        try:
+            records += section(ctx, plan)
+        except Exception as error:  # one broken section must not hide the others
+            records.append(ctx.skipped(f"suite.{section.__name__}", "-",
+                                       f"section failed: {error}"))
     return records
