@@ -7,11 +7,13 @@ Route level (cairn_suite_benchmark): W1/W2/W6 against object_index and shard,
 W6 against the peers (TBB, cds_lfht, libcuckoo), W4 flat vs two_level, W8 RSS
 in a fresh process per implementation.
 
-Quick mode runs the gate workloads at 2 threads plus the 1- and 8-thread
-sweep of the gate rows; --full sweeps every row at 1, 2 and 8 threads with
-more repetitions.
+Populations are 1M objects in both modes. Quick mode runs the directory gate
+rows and route W1/W2 at threads 1, 2 and 8, everything else at 2 threads, 5
+repetitions; --full sweeps every row at 1, 2 and 8 threads with 7 repetitions
+and runs W8 three times per implementation.
 """
 
+import os
 import statistics
 import subprocess
 
@@ -32,7 +34,8 @@ def _us(x):
 class Plan:
     def __init__(self, ctx):
         self.full = ctx.full
-        self.population = 1_000_000
+        # CAIRN_SUITE_POPULATION overrides the population (smoke runs).
+        self.population = int(os.environ.get("CAIRN_SUITE_POPULATION", "1000000"))
         self.reps = 7 if ctx.full else 5
         self.min_time = 0.4 if ctx.full else 0.2
         self.env = {"CAIRN_SUITE_POPULATION": str(self.population)}
@@ -45,16 +48,15 @@ def _dir_name(impl, zipf, read, batch, threads):
 
 def directory_gates(ctx, plan):
     threads_all = (1, 2, 8)
-    # One invocation per thread count: both implementations of every row
-    # interleaved, so each ratio is side by side.
-    runs = {}
-    for t in threads_all:
-        if plan.full or t == THREADS:
-            rows = ".*"
-        else:
-            rows = "(zipf:0/read:50/batch:32|zipf:1/read:50/batch:1)"
-        runs[t] = ctx.run_bench(DIR_BINARY, f"BM_Dir/.*/{rows}/real_time/threads:{t}$",
-                                repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    # One invocation (one build): both implementations of every row
+    # interleaved, so each ratio is side by side. Quick mode sweeps threads
+    # 1 and 8 on the two gate rows only.
+    gate_rows = "(zipf:0/read:50/batch:32|zipf:1/read:50/batch:1)"
+    regex = (f"BM_Dir/.*/real_time/threads:(1|2|8)$" if plan.full else
+             f"BM_Dir/.*/{gate_rows}/real_time/threads:(1|8)$|BM_Dir/.*/real_time/threads:2$")
+    all_runs = ctx.run_bench(DIR_BINARY, regex, repetitions=plan.reps, min_time=plan.min_time,
+                             env=plan.env)
+    runs = {t: all_runs for t in threads_all}
 
     def rate(impl, zipf, read, batch, t):
         return ctx.median(runs[t], _dir_name(impl, zipf, read, batch, t))
@@ -138,11 +140,10 @@ def route_gates(ctx, plan):
     threads_all = (1, 2, 8)
     records = []
 
-    # W1 and W2: one invocation per thread count, three implementations.
-    runs = {}
-    for t in threads_all:
-        runs[t] = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW[12]/.*/real_time/threads:{t}$",
-                                repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    # W1 and W2, three implementations, threads 1, 2 and 8, one invocation.
+    all_runs = ctx.run_bench(SUITE_BINARY, "BM_SuiteW[12]/.*/real_time/threads:(1|2|8)$",
+                             repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    runs = {t: all_runs for t in threads_all}
 
     def rate(runs_t, w, impl, t, suffix=""):
         return ctx.median(runs_t, f"BM_Suite{w}/{impl}{suffix}/real_time/threads:{t}")
@@ -182,13 +183,11 @@ def route_gates(ctx, plan):
         else:
             missing.append(f"{peer} ({label}): {package} was not installed when the bench "
                            "was configured")
-    w6 = {}
-    for t in threads_all:
-        if not _sweep(ctx, t):
-            continue
-        w6[t] = ctx.run_bench(SUITE_BINARY,
-                              f"BM_SuiteW6/({'|'.join(impls)})/read:(95|50)/real_time/threads:{t}$",
-                              repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    sweep = "(1|2|8)" if ctx.full else str(THREADS)
+    w6_runs = ctx.run_bench(
+        SUITE_BINARY, f"BM_SuiteW6/({'|'.join(impls)})/read:(95|50)/real_time/threads:{sweep}$",
+        repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    w6 = {t: w6_runs for t in threads_all if _sweep(ctx, t)}
     w6_table = {"title": "W6 Zipf 0.99 point operations (M key ops/s)",
                 "columns": ["mix", "threads", *impls, "epoch / best peer", "best peer"],
                 "rows": []}
@@ -227,12 +226,10 @@ def route_gates(ctx, plan):
 
 def w4_gates(ctx, plan):
     """W4 flat vs two_level: point g32, same/cross-group batches g8/32/128."""
-    w4 = {}
-    for t in (1, 2, 8):
-        if not _sweep(ctx, t):
-            continue
-        w4[t] = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW4.*/real_time/threads:{t}$",
-                              repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    sweep = "(1|2|8)" if ctx.full else str(THREADS)
+    w4_runs = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW4.*/real_time/threads:{sweep}$",
+                            repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
+    w4 = {t: w4_runs for t in (1, 2, 8) if _sweep(ctx, t)}
 
     def name(w, impl, g, t):
         return f"BM_SuiteW4{w}/{impl}/g:{g}/real_time/threads:{t}"
