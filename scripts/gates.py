@@ -13,6 +13,7 @@ A failing gate is printed as failing; a gate that cannot run is `skipped`.
 
 Usage: scripts/gates.py [--full] [--only COMPONENT ...] [--strict]
        scripts/gates.py --compare A.json B.json
+       scripts/gates.py --summary RUN.json   (markdown for docs/gates.md)
 """
 
 import argparse
@@ -385,6 +386,41 @@ def compare(path_a, path_b):
     return "\n".join(lines)
 
 
+def summary(path):
+    """Markdown for docs/gates.md: the machine, every gate, the detail tables."""
+    run = load_run(path)
+    m = run.get("machine", {})
+    lines = [f"Run of {run.get('date', '?')} at commit `{run.get('commit') or '?'}`"
+             f"{' (dirty tree)' if run.get('dirty') else ''}, "
+             f"{'full' if run.get('full') else 'quick'} size, {run.get('seconds', 0):.0f} s. "
+             f"Machine: {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, load average "
+             f"{' '.join(m.get('loadavg_at_start', [])) or '?'} at the start"]
+    if "dependent_load_ns" in m:
+        lines[-1] += (f"; dependent load {m['dependent_load_ns']:.0f} ns (slices "
+                      f"{m.get('dependent_load_ns_min', 0):.0f}-{m.get('dependent_load_ns_max', 0):.0f}), "
+                      f"independent load {m['independent_load_ns']:.1f} ns over 512 MiB.")
+    lines += ["", "| gate | threads | candidate | baseline | ratio | spread | goal | verdict |",
+              "|---|---:|---|---|---:|---|---|---|"]
+    for r in run["gates"]:
+        lines.append("| " + " | ".join([
+            f"`{r['id']}`", fmt(r["threads"]),
+            f"{fmt(r['candidate'])} {fmt(r['candidate_value'])}",
+            f"{fmt(r['baseline'])} {fmt(r['baseline_value'])}", fmt(r["ratio"]),
+            fmt_spread(r.get("spread")), fmt(r["goal"]),
+            r["verdict"] if r["verdict"] == "pass" else r["verdict"].upper()]) + " |")
+    notes = [r for r in run["gates"] if r.get("note")]
+    if notes:
+        lines.append("")
+        lines += [f"- `{r['id']}`: {r['note']}" for r in notes]
+    for r in run["gates"]:
+        for table in (r.get("extra") or {}).get("tables", []):
+            lines += ["", f"**{table['title']}**", "",
+                      "| " + " | ".join(table["columns"]) + " |",
+                      "|" + "---|" * len(table["columns"])]
+            lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table["rows"]]
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="large populations")
@@ -396,7 +432,12 @@ def main():
                         help="seconds per calibration phase (two phases)")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                         help="print per-gate deltas between two runs and exit")
+    parser.add_argument("--summary", metavar="RUN.json",
+                        help="print a run as markdown (for docs/gates.md) and exit")
     args = parser.parse_args()
+    if args.summary:
+        print(summary(args.summary))
+        return 0
     if args.compare:
         print(compare(*args.compare))
         return 0
