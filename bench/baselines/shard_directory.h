@@ -50,7 +50,7 @@ class ShardDirectory {
     const std::string key;
     bool active = true;
     std::uint64_t size_bytes;
-    std::uint64_t version = 0;
+    std::uint64_t version = 1;  // a new object's version, as in cairn
     Payload payload;
   };
 

@@ -74,9 +74,10 @@ struct DirectoryImpl {
   static constexpr const char* kName = "directory";
   GroupDirectory<ObjectPayload> dir;
 
-  bool Create(std::string_view key, std::uint64_t i) {
+  bool Create(std::string_view key, std::uint64_t i,
+              std::uint64_t size = 4096) {
     CreateOptions options;
-    options.size_bytes = 4096;
+    options.size_bytes = size;
     return dir.Create(key, options, MakePayload(i)).ok();
   }
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
@@ -107,8 +108,9 @@ struct ShardDirectoryImpl {
   using Dir = bench::ShardDirectory<ObjectPayload>;
   mutable Dir dir;
 
-  bool Create(std::string_view key, std::uint64_t i) {
-    return dir.Create(key, 4096, MakePayload(i));
+  bool Create(std::string_view key, std::uint64_t i,
+              std::uint64_t size = 4096) {
+    return dir.Create(key, size, MakePayload(i));
   }
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
     (void)dir.WithObject(key, [&](const Dir::View& v) { ReadWork(v, sink); });
@@ -199,6 +201,76 @@ void BM_Dir(benchmark::State& state) {
       static_cast<std::int64_t>(state.iterations() * batch));
   if (batch > 1) recorder.Finish(state, histogram);
 }
+
+// Self-check, run by the runner before the gates: each implementation finds
+// every key's own object, misses an absent key, refuses a duplicate create,
+// and its writes and batches land on the right objects. Object i is created
+// with size 4096 + i (version 1), so a read adds 4096 + i + version + 4096.
+template <typename Impl>
+bool CheckImpl(std::string* why) {
+  constexpr std::size_t kN = 5000;
+  std::vector<std::string> keys;
+  auto impl = std::make_unique<Impl>();
+  auto fail = [&](const std::string& what) {
+    *why = std::string(Impl::kName) + ": " + what;
+    return false;
+  };
+  for (std::size_t i = 0; i < kN; ++i) {
+    keys.push_back(MakeKey(i, "check/"));
+    if (!impl->Create(keys.back(), i, 4096 + i)) return fail("create failed");
+  }
+  if (impl->Create(keys[7], 7, 1)) return fail("duplicate create accepted");
+  auto value = [](std::size_t i, std::uint64_t version) {
+    return (4096 + i) + version + 4096;
+  };
+  for (std::size_t i = 0; i < kN; ++i) {
+    std::uint64_t sink = 0;
+    impl->ReadOne(keys[i], &sink);
+    if (sink != value(i, 1)) {
+      return fail("a read reached the wrong object (key " + std::to_string(i) +
+                  ": " + std::to_string(sink) + ", expected " +
+                  std::to_string(value(i, 1)) + ")");
+    }
+  }
+  std::uint64_t sink = 0;
+  impl->ReadOne(MakeKey(kN + 1, "check/"), &sink);
+  if (sink != 0) return fail("an absent key reached an object");
+  std::vector<std::string_view> batch;
+  std::uint64_t expected = 0;
+  for (std::size_t i = 100; i < 100 + kBatch - 1; ++i) {
+    batch.push_back(keys[i]);
+    expected += value(i, 1);
+  }
+  batch.push_back("check/absent");
+  sink = 0;
+  impl->ReadBatch(batch, &sink);
+  if (sink != expected) return fail("a read batch missed or repeated keys");
+  impl->WriteBatch(batch);  // size ^= 1, version 2
+  expected = 0;
+  for (std::size_t i = 100; i < 100 + kBatch - 1; ++i) {
+    expected += ((4096 + i) ^ 1) + 2 + 4096;
+  }
+  sink = 0;
+  impl->ReadBatch(batch, &sink);
+  if (sink != expected) return fail("a write batch went astray");
+  impl->WriteOne(keys[3]);
+  sink = 0;
+  impl->ReadOne(keys[3], &sink);
+  if (sink != ((4096 + 3) ^ 1) + 2 + 4096) {
+    return fail("a point write went astray");
+  }
+  return true;
+}
+
+void BM_DirSelfCheck(benchmark::State& state) {
+  std::string why;
+  bool ok = true;
+  for (auto _ : state) {
+    ok = CheckImpl<DirectoryImpl>(&why) && CheckImpl<ShardDirectoryImpl>(&why);
+  }
+  if (!ok) state.SkipWithError(why.c_str());
+}
+BENCHMARK(BM_DirSelfCheck)->Iterations(1);
 
 void Configure(benchmark::internal::Benchmark* b) {
   b->ArgNames({"zipf", "read", "batch"});

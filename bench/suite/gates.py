@@ -13,6 +13,7 @@ repetitions; --full sweeps every row at 1, 2 and 8 threads with 7 repetitions
 and runs W8 three times per implementation.
 """
 
+import json
 import os
 import statistics
 import subprocess
@@ -296,13 +297,47 @@ def w8_gate(ctx, plan):
               f"{statistics.median(heap['two_level']):.0f} bytes per object"))]
 
 
+def self_check(ctx, binary, name):
+    """Runs a driver's self-check (every adapter routes every key to its own
+    entry, misses absent keys, refuses duplicates, batches cover every key);
+    raises with the failure so the section's gates are skipped, not run on a
+    broken adapter."""
+    ctx.progress(f"{binary} {name}")
+    done = subprocess.run([str(ctx.bench_dir / binary), f"--benchmark_filter=^{name}/",
+                           "--benchmark_format=json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{binary} self-check exited {done.returncode}: {done.stderr[-500:]}")
+    ran = json.loads(done.stdout)["benchmarks"] if done.stdout.strip() else []
+    if not ran:
+        raise RuntimeError(f"{binary} has no {name}")
+    for b in ran:
+        if b.get("error_occurred"):
+            raise RuntimeError(f"self-check failed: {b.get('error_message')}")
+
+
+SECTIONS = (
+    (DIR_BINARY, "BM_DirSelfCheck", directory_gates,
+     ("directory.W2.batch_rw", "directory.W6.zipf_a_point")),
+    (SUITE_BINARY, "BM_SuiteSelfCheck", route_gates,
+     ("route.W2.vs_object_index", "route.W6.zipf_b")),
+    (SUITE_BINARY, None, w4_gates,
+     ("route.W4.point_g32", "route.W4.same_group", "route.W4.cross_group")),
+    (SUITE_BINARY, None, w8_gate, ("route.W8.rss",)),
+)
+
+
 def run(ctx):
     plan = Plan(ctx)
     records = []
-    for section in (directory_gates, route_gates, w4_gates, w8_gate):
+    checked = {}
+    for binary, check, section, ids in SECTIONS:
         try:
+            if check:
+                self_check(ctx, binary, check)
+                checked[binary] = True
+            elif not checked.get(binary):
+                raise RuntimeError(f"{binary} self-check did not pass")
             records += section(ctx, plan)
         except Exception as error:  # one broken section must not hide the others
-            records.append(ctx.skipped(f"suite.{section.__name__}", "-",
-                                       f"section failed: {error}"))
+            records += [ctx.skipped(gid, "-", f"not measured: {error}") for gid in ids]
     return records

@@ -386,17 +386,16 @@ template <std::size_t kGroupSize>
 struct TwoLevelImpl : NoThreadHooks {
   static constexpr const char* kName = "two_level";
   bench::TwoLevelRoute<SuiteEntry, ObjectRouteIndex> route;
-  void Build() {
-    const std::size_t n = PopulationSize();
-    const std::vector<std::string>& keys = Keys(n);
-    const std::vector<Owner>& entries = Entries(n);
-    Progress("building %s with %zu objects", "two_level", n);
+  bool Build(const std::vector<std::string>& keys,
+             const std::vector<Owner>& entries) {
+    const std::size_t n = keys.size();
     for (std::size_t first = 0; first < n; first += kGroupSize) {
       auto group = route.MakeGroup(kGroupSize);
       for (std::size_t i = first; i < std::min(n, first + kGroupSize); ++i) {
-        if (!route.Join(group, keys[i], entries[i])) std::abort();
+        if (!route.Join(group, keys[i], entries[i])) return false;
       }
     }
+    return true;
   }
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
     route.WithEntry(key, [&](SuiteEntry* e) { ReadWork(e, sink); });
@@ -419,8 +418,10 @@ const Impl& GetTwoLevel() {
   static Impl* built = nullptr;  // lives until exit
   std::lock_guard<std::mutex> lock(mu);
   if (built == nullptr) {
+    const std::size_t n = PopulationSize();
+    Progress("building %s with %zu objects", Impl::kName, n);
     built = new Impl();
-    built->Build();
+    if (!built->Build(Keys(n), Entries(n))) std::abort();
   }
   return *built;
 }
@@ -568,6 +569,94 @@ void BM_SuiteW8(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
+
+// --- self-check
+// ---------------------------------------------------------------
+
+// Every adapter routes correctly: each key reaches its own entry (entry i
+// carries version i, so a read adds 4096 + i), an absent key reaches none,
+// a duplicate publication is refused, writes land on the right entry, and
+// batches cover every key. The runner runs this before the gates and skips
+// them, with the failure, if it fails.
+template <typename Impl>
+bool CheckImpl(std::string* why) {
+  constexpr std::size_t kN = 5000;
+  std::vector<std::string> keys;
+  std::vector<Owner> entries;
+  for (std::size_t i = 0; i < kN; ++i) {
+    keys.push_back(MakeKey(i, "check/"));
+    entries.push_back(std::make_shared<SuiteEntry>(i + 1, keys.back()));
+    WriterLock lock(&entries.back()->mu);
+    entries.back()->version = i;
+  }
+  ThreadScope<Impl> scope;
+  auto impl = std::make_unique<Impl>();
+  auto fail = [&](const std::string& what) {
+    *why = std::string(Impl::kName) + ": " + what;
+    return false;
+  };
+  if constexpr (requires { impl->Publish(keys[0], entries[0]); }) {
+    for (std::size_t i = 0; i < kN; ++i) {
+      if (!impl->Publish(keys[i], entries[i])) return fail("publish refused");
+    }
+    if (impl->Publish(keys[7], entries[7])) {
+      return fail("duplicate publication accepted");
+    }
+  } else {
+    if (!impl->Build(keys, entries)) return fail("build failed");
+  }
+  for (std::size_t i = 0; i < kN; ++i) {
+    std::uint64_t sink = 0;
+    impl->ReadOne(keys[i], &sink);
+    if (sink != 4096 + i) return fail("a read reached the wrong entry");
+  }
+  std::uint64_t sink = 0;
+  impl->ReadOne(MakeKey(kN + 1, "check/"), &sink);
+  if (sink != 0) return fail("an absent key reached an entry");
+  std::vector<std::string_view> batch;
+  std::uint64_t expected = 0;
+  for (std::size_t i = 100; i < 100 + kBatch; ++i) {
+    batch.push_back(keys[i]);
+    expected += 4096 + i;
+  }
+  batch.back() = "check/absent";  // a miss inside a batch visits nothing
+  expected -= 4096 + 100 + kBatch - 1;
+  sink = 0;
+  impl->ReadBatch(batch, &sink);
+  if (sink != expected) return fail("a read batch missed or repeated keys");
+  impl->WriteBatch(batch, 1);
+  sink = 0;
+  impl->ReadBatch(batch, &sink);
+  if (sink != expected + kBatch - 1) return fail("a write batch went astray");
+  if constexpr (requires { impl->WriteOne(keys[0], 1); }) {
+    impl->WriteOne(keys[3], 1);
+    sink = 0;
+    impl->ReadOne(keys[3], &sink);
+    if (sink != 4096 + 4) return fail("a point write went astray");
+  }
+  return true;
+}
+
+void BM_SuiteSelfCheck(benchmark::State& state) {
+  std::string why;
+  bool ok = true;
+  for (auto _ : state) {
+    ok = CheckImpl<EpochImpl>(&why) && CheckImpl<ShardImpl>(&why) &&
+         CheckImpl<ObjectIndexImpl>(&why) &&
+#if CAIRN_SUITE_HAVE_TBB
+         CheckImpl<TbbImpl>(&why) &&
+#endif
+#if CAIRN_SUITE_HAVE_LFHT
+         CheckImpl<LfhtImpl>(&why) &&
+#endif
+#if CAIRN_SUITE_HAVE_CUCKOO
+         CheckImpl<CuckooImpl>(&why) &&
+#endif
+         CheckImpl<TwoLevelImpl<8>>(&why);
+  }
+  if (!ok) state.SkipWithError(why.c_str());
+}
+BENCHMARK(BM_SuiteSelfCheck)->Iterations(1);
 
 // --- registration ------------------------------------------------------------
 
