@@ -1,0 +1,725 @@
+// Copyright 2026 The cairn Authors.
+//
+// Route-level gates of the suite, written against the route concept
+// (cairn/route/route_concept.h) so they measure whatever route the library
+// ships as ObjectRouteIndex. Every implementation does the same per-object
+// work: the object's own reader-writer lock, then a metadata read (shared) or
+// a version bump and lease extension (exclusive). 64-byte keys.
+//   W1  point reads, uniform                    epoch, shard, object_index
+//   W2  batch R/W 1:1, 32 keys, uniform         epoch, shard, object_index
+//   W6  Zipf 0.99 point ops, read:95 (YCSB B) and read:50 (YCSB A)
+//       epoch, shard, object_index and the peers compiled in: tbb
+//       (tbb::concurrent_hash_map), lfht (liburcu cds_lfht, urcu-memb),
+//       cuckoo (libcuckoo)
+//   W4  flat (the route: key -> object) vs two_level (key -> group, then a
+//       member lookup by string key): point reads, same-group and
+//       cross-group batch R/W 1:1, group sizes 8, 32, 128
+//   W8  RSS per object of flat vs two_level with a group-size mix (a quarter
+//       of the objects each in groups of 1, 8, 32 and 128), from
+//       /proc/self/status around the population phase; run one
+//       implementation per process (the runner does).
+// Batches record their latency in a histogram (p50_ns, p99_ns counters).
+// Population: CAIRN_SUITE_POPULATION (default 1M).
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "bench/baselines/object_index.h"
+#include "bench/baselines/shard_route.h"
+#include "bench/baselines/two_level_route.h"
+#include "bench/suite/suite_common.h"
+#include "cairn/base/mutex.h"
+#include "cairn/route/object_route_index.h"
+#include "cairn/route/route_concept.h"
+
+#if CAIRN_SUITE_HAVE_TBB
+#include <oneapi/tbb/concurrent_hash_map.h>
+#endif
+#if CAIRN_SUITE_HAVE_LFHT
+#include "bench/suite/lfht_peer.h"
+#endif
+#if CAIRN_SUITE_HAVE_CUCKOO
+#include <libcuckoo/cuckoohash_map.hh>
+#endif
+
+namespace cairn::suite {
+namespace {
+
+struct SuiteEntry {
+  SuiteEntry(std::uint64_t id_in, std::string key_in)
+      : id_value(id_in), key(std::move(key_in)) {}
+  std::uint64_t id() const { return id_value; }
+  const std::uint64_t id_value;
+  const std::string key;
+  mutable SharedMutex mu;
+  std::uint64_t size_bytes CAIRN_GUARDED_BY(mu) = 4096;
+  std::uint64_t version CAIRN_GUARDED_BY(mu) = 0;
+  std::int64_t lease CAIRN_GUARDED_BY(mu) = 0;
+};
+using Owner = std::shared_ptr<SuiteEntry>;
+
+inline void ReadWork(const SuiteEntry* e, std::uint64_t* sink) {
+  if (e == nullptr) return;
+  ReaderLock lock(&e->mu);
+  *sink += e->size_bytes + e->version;
+}
+inline void WriteWork(SuiteEntry* e, std::int64_t now) {
+  if (e == nullptr) return;
+  WriterLock lock(&e->mu);
+  ++e->version;
+  e->lease = std::max(e->lease, now + 1000);
+}
+
+const std::vector<Owner>& Entries(std::size_t n) {
+  static std::mutex mu;
+  static std::unique_ptr<std::vector<Owner>> entries;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!entries) {
+    const std::vector<std::string>& keys = Keys(n);
+    entries = std::make_unique<std::vector<Owner>>();
+    entries->reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      entries->push_back(std::make_shared<SuiteEntry>(i + 1, keys[i]));
+    }
+  }
+  return *entries;
+}
+
+// --- implementations: one adapter each --------------------------------------
+
+// Hooks a peer may need around a benchmark thread's run.
+struct NoThreadHooks {
+  static void ThreadEnter() {}
+  static void ThreadExit() {}
+};
+
+// Any route that satisfies the concept; "epoch" is the library's.
+template <template <typename> class Route>
+struct RouteImpl : NoThreadHooks {
+  static_assert(ObjectRoute<Route<SuiteEntry>, SuiteEntry>);
+  Route<SuiteEntry> route{RouteOptions{}};
+  bool Publish(const std::string& key, const Owner& owner) {
+    return route.Publish(key, owner, nullptr).ok();
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    route.WithEntry(key, [&](SuiteEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteOne(std::string_view key, std::int64_t now) const {
+    route.WithEntry(key, [&](SuiteEntry* e) { WriteWork(e, now); });
+  }
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    route.WithEntries(keys,
+                      [&](std::size_t, SuiteEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
+    route.WithEntries(keys,
+                      [&](std::size_t, SuiteEntry* e) { WriteWork(e, now); });
+  }
+};
+struct EpochImpl : RouteImpl<ObjectRouteIndex> {
+  static constexpr const char* kName = "epoch";
+};
+
+// Mooncake main's route when the RFC was written: the shard lock is held
+// (shared for reads, exclusive for writes) while the per-object work runs.
+struct ShardImpl : NoThreadHooks {
+  static constexpr const char* kName = "shard";
+  mutable bench::ShardRoute<SuiteEntry> route;
+  bool Publish(const std::string& key, const Owner& owner) {
+    return route.Publish(key, owner);
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    route.Read(key, [&](SuiteEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteOne(std::string_view key, std::int64_t now) const {
+    route.Write(key, [&](SuiteEntry* e) { WriteWork(e, now); });
+  }
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    for (std::string_view k : keys) ReadOne(k, sink);
+  }
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
+    for (std::string_view k : keys) WriteOne(k, now);
+  }
+};
+
+// Mooncake main's route as of late 2026: one rwlock per tenant, the strong
+// handle copied under it, then the entry's own lock.
+struct ObjectIndexImpl : NoThreadHooks {
+  static constexpr const char* kName = "object_index";
+  bench::ObjectIndex<SuiteEntry> index;
+  bool Publish(const std::string& key, const Owner& owner) {
+    return index.Insert(key, owner);
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    const Owner e = index.Get(key);
+    ReadWork(e.get(), sink);
+  }
+  void WriteOne(std::string_view key, std::int64_t now) const {
+    const Owner e = index.Get(key);
+    WriteWork(e.get(), now);
+  }
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    for (std::string_view k : keys) ReadOne(k, sink);
+  }
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
+    for (std::string_view k : keys) WriteOne(k, now);
+  }
+};
+
+// Peers do point operations only (W6); each keeps the entry alive the way
+// it is built to: an element read lock (TBB's const_accessor), an RCU
+// read-side section (cds_lfht), the bucket locks of find_fn (libcuckoo).
+template <typename Self>
+struct PointOnlyPeer {
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    for (std::string_view k : keys) Me().ReadOne(k, sink);
+  }
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
+    for (std::string_view k : keys) Me().WriteOne(k, now);
+  }
+  const Self& Me() const { return static_cast<const Self&>(*this); }
+};
+
+#if CAIRN_SUITE_HAVE_TBB
+struct TbbHashCompare {
+  using is_transparent = void;
+  std::size_t hash(std::string_view k) const {
+    return route_internal::RouteHash(k);
+  }
+  bool equal(std::string_view a, std::string_view b) const { return a == b; }
+};
+struct TbbImpl : NoThreadHooks, PointOnlyPeer<TbbImpl> {
+  static constexpr const char* kName = "tbb";
+  using Map = tbb::concurrent_hash_map<std::string, Owner, TbbHashCompare>;
+  mutable Map map;
+  bool Publish(const std::string& key, const Owner& owner) {
+    return map.insert({key, owner});
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    Map::const_accessor a;
+    ReadWork(map.find(a, key) ? a->second.get() : nullptr, sink);
+  }
+  void WriteOne(std::string_view key, std::int64_t now) const {
+    Map::const_accessor a;  // metadata write: the map entry is unchanged
+    WriteWork(map.find(a, key) ? a->second.get() : nullptr, now);
+  }
+};
+#endif
+
+#if CAIRN_SUITE_HAVE_LFHT
+struct LfhtImpl : PointOnlyPeer<LfhtImpl> {
+  static constexpr const char* kName = "lfht";
+  LfhtPeer table{PopulationSize()};
+  static void ThreadEnter() { LfhtPeer::RegisterThread(); }
+  static void ThreadExit() { LfhtPeer::UnregisterThread(); }
+  bool Publish(const std::string& key, const Owner& owner) {
+    return table.Insert(key, owner.get());  // Entries() keeps it alive
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    LfhtPeer::ReadLock();
+    ReadWork(static_cast<SuiteEntry*>(table.Lookup(key)), sink);
+    LfhtPeer::ReadUnlock();
+  }
+  void WriteOne(std::string_view key, std::int64_t now) const {
+    LfhtPeer::ReadLock();
+    WriteWork(static_cast<SuiteEntry*>(table.Lookup(key)), now);
+    LfhtPeer::ReadUnlock();
+  }
+};
+#endif
+
+#if CAIRN_SUITE_HAVE_CUCKOO
+struct CuckooImpl : NoThreadHooks, PointOnlyPeer<CuckooImpl> {
+  static constexpr const char* kName = "cuckoo";
+  using Map =
+      libcuckoo::cuckoohash_map<std::string, Owner, route_internal::KeyHash,
+                                route_internal::KeyEq>;
+  Map map;
+  bool Publish(const std::string& key, const Owner& owner) {
+    return map.insert(key, owner);
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    if (!map.find_fn(key, [&](const Owner& e) { ReadWork(e.get(), sink); })) {
+      ReadWork(nullptr, sink);
+    }
+  }
+  void WriteOne(std::string_view key, std::int64_t now) const {
+    if (!map.find_fn(key, [&](const Owner& e) { WriteWork(e.get(), now); })) {
+      WriteWork(nullptr, now);
+    }
+  }
+};
+#endif
+
+template <typename Impl>
+const Impl& GetBuilt() {
+  static std::mutex mu;
+  static Impl* built = nullptr;  // lives until exit
+  std::lock_guard<std::mutex> lock(mu);
+  if (built == nullptr) {
+    const std::size_t n = PopulationSize();
+    const std::vector<std::string>& keys = Keys(n);
+    const std::vector<Owner>& entries = Entries(n);
+    Progress("building %s with %zu objects", Impl::kName, n);
+    built = new Impl();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!built->Publish(keys[i], entries[i])) std::abort();
+    }
+  }
+  return *built;
+}
+
+// Registers the thread with the implementation for the run (and the build,
+// which happens on the first thread that gets there).
+template <typename Impl>
+struct ThreadScope {
+  ThreadScope() { Impl::ThreadEnter(); }
+  ~ThreadScope() { Impl::ThreadExit(); }
+};
+
+template <typename Impl>
+void BM_SuiteW1(benchmark::State& state) {
+  ThreadScope<Impl> scope;
+  const std::size_t n = PopulationSize();
+  const Impl& impl = GetBuilt<Impl>();
+  const std::vector<std::string>& keys = Keys(n);
+  Rng rng{0x1234567ULL +
+          977 * static_cast<std::uint64_t>(state.thread_index())};
+  std::uint64_t sink = 0;
+  for (auto _ : state) impl.ReadOne(keys[rng.Below(n)], &sink);
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations());
+}
+
+// Alternating read and write batches of 32 keys; `pick` fills a batch.
+template <typename Impl, typename Pick>
+void RunBatches(benchmark::State& state, const Impl& impl, Pick&& pick) {
+  static LatencyRecorder recorder;
+  Histogram histogram;
+  recorder.Start(state);
+  std::string_view batch[kBatch];
+  std::uint64_t sink = 0;
+  std::int64_t now = 0;
+  bool write = state.thread_index() % 2 == 1;
+  for (auto _ : state) {
+    pick(batch);
+    const std::uint64_t start = NowNanos();
+    if (write) {
+      impl.WriteBatch(batch, ++now);
+    } else {
+      impl.ReadBatch(batch, &sink);
+    }
+    histogram.Add(NowNanos() - start);
+    write = !write;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  recorder.Finish(state, histogram);
+}
+
+template <typename Impl>
+void BM_SuiteW2(benchmark::State& state) {
+  ThreadScope<Impl> scope;
+  const std::size_t n = PopulationSize();
+  const Impl& impl = GetBuilt<Impl>();
+  const std::vector<std::string>& keys = Keys(n);
+  Rng rng{0x7654321ULL +
+          1009 * static_cast<std::uint64_t>(state.thread_index())};
+  RunBatches(state, impl, [&](std::string_view* batch) {
+    for (std::size_t i = 0; i < kBatch; ++i) batch[i] = keys[rng.Below(n)];
+  });
+}
+
+// range(0): read percent. Zipf 0.99 point operations.
+template <typename Impl>
+void BM_SuiteW6(benchmark::State& state) {
+  ThreadScope<Impl> scope;
+  const auto read_pct = static_cast<std::uint64_t>(state.range(0));
+  const std::size_t n = PopulationSize();
+  const Impl& impl = GetBuilt<Impl>();
+  const std::vector<std::string>& keys = Keys(n);
+  const std::vector<std::uint32_t>& stream =
+      KeyStream(n, /*zipf=*/true, state.thread_index());
+  Rng rng{0xfeedULL + 131 * static_cast<std::uint64_t>(state.thread_index())};
+  std::size_t pos = rng.Below(kStreamLength);
+  std::uint64_t sink = 0;
+  std::int64_t now = 0;
+  for (auto _ : state) {
+    const std::string_view key = keys[stream[pos]];
+    pos = (pos + 1) & (kStreamLength - 1);
+    if (rng.Below(100) < read_pct) {
+      impl.ReadOne(key, &sink);
+    } else {
+      impl.WriteOne(key, ++now);
+    }
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations());
+}
+
+// --- W4: flat vs two_level ---------------------------------------------------
+
+// Object i belongs to group i / g; the flat side is the library route built
+// for W1 (the grouping only decides which keys a batch takes).
+template <std::size_t kGroupSize>
+struct TwoLevelImpl : NoThreadHooks {
+  static constexpr const char* kName = "two_level";
+  bench::TwoLevelRoute<SuiteEntry, ObjectRouteIndex> route;
+  bool Build(const std::vector<std::string>& keys,
+             const std::vector<Owner>& entries) {
+    const std::size_t n = keys.size();
+    for (std::size_t first = 0; first < n; first += kGroupSize) {
+      auto group = route.MakeGroup(kGroupSize);
+      for (std::size_t i = first; i < std::min(n, first + kGroupSize); ++i) {
+        if (!route.Join(group, keys[i], entries[i])) return false;
+      }
+    }
+    return true;
+  }
+  void ReadOne(std::string_view key, std::uint64_t* sink) const {
+    route.WithEntry(key, [&](SuiteEntry* e) { ReadWork(e, sink); });
+  }
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    route.WithEntries(keys,
+                      [&](std::size_t, SuiteEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
+    route.WithEntries(keys,
+                      [&](std::size_t, SuiteEntry* e) { WriteWork(e, now); });
+  }
+};
+
+template <typename Impl>
+const Impl& GetTwoLevel() {
+  static std::mutex mu;
+  static Impl* built = nullptr;  // lives until exit
+  std::lock_guard<std::mutex> lock(mu);
+  if (built == nullptr) {
+    const std::size_t n = PopulationSize();
+    Progress("building %s with %zu objects", Impl::kName, n);
+    built = new Impl();
+    if (!built->Build(Keys(n), Entries(n))) std::abort();
+  }
+  return *built;
+}
+
+template <typename Impl>
+const Impl& GetW4() {
+  if constexpr (std::is_same_v<Impl, EpochImpl>) {
+    return GetBuilt<Impl>();
+  } else {
+    return GetTwoLevel<Impl>();
+  }
+}
+
+template <typename Impl, std::size_t kGroupSize>
+void BM_SuiteW4Point(benchmark::State& state) {
+  const std::size_t n = PopulationSize();
+  const Impl& impl = GetW4<Impl>();
+  const std::vector<std::string>& keys = Keys(n);
+  Rng rng{0x4444ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
+  std::uint64_t sink = 0;
+  for (auto _ : state) impl.ReadOne(keys[rng.Below(n)], &sink);
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations());
+}
+
+template <typename Impl, std::size_t kGroupSize>
+void BM_SuiteW4Same(benchmark::State& state) {
+  const std::size_t n = PopulationSize();
+  const Impl& impl = GetW4<Impl>();
+  const std::vector<std::string>& keys = Keys(n);
+  const std::size_t groups = n / kGroupSize;
+  Rng rng{0x5555ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
+  RunBatches(state, impl, [&](std::string_view* batch) {
+    const std::size_t first = rng.Below(groups) * kGroupSize;
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      batch[i] = keys[first + rng.Below(kGroupSize)];
+    }
+  });
+}
+
+template <typename Impl, std::size_t kGroupSize>
+void BM_SuiteW4Cross(benchmark::State& state) {
+  const std::size_t n = PopulationSize();
+  const Impl& impl = GetW4<Impl>();
+  const std::vector<std::string>& keys = Keys(n);
+  Rng rng{0x6666ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
+  RunBatches(state, impl, [&](std::string_view* batch) {
+    for (std::size_t i = 0; i < kBatch; ++i) batch[i] = keys[rng.Below(n)];
+  });
+}
+
+// --- W8: RSS per object -----------------------------------------------------
+
+// The group-size mix: a quarter of the objects each in groups of 1, 8, 32
+// and 128 (the last group of a quarter may be smaller).
+std::size_t GroupSizeAt(std::size_t i, std::size_t n) {
+  static constexpr std::size_t kSizes[] = {1, 8, 32, 128};
+  return kSizes[std::min<std::size_t>(3, i * 4 / n)];
+}
+
+// Calls make_group(size) for each group, then member(group, i) per object.
+template <typename MakeGroup, typename Member>
+void ForEachGroup(std::size_t n, MakeGroup&& make_group, Member&& member) {
+  std::size_t i = 0;
+  while (i < n) {
+    const std::size_t size = std::min(GroupSizeAt(i, n), n - i);
+    auto group = make_group(size);
+    for (std::size_t end = i + size; i < end; ++i) member(group, i);
+  }
+}
+
+// Flat: the route maps every key to its object; a group keeps only a list of
+// its members (as the directory's group catalog does), a singleton none.
+struct FlatW8 {
+  static constexpr const char* kName = "flat";
+  struct Group {
+    std::vector<SuiteEntry*> members;
+  };
+  ObjectRouteIndex<SuiteEntry> route{RouteOptions{}};
+  std::vector<std::unique_ptr<Group>> groups;
+  void Build(const std::vector<std::string>& keys) {
+    ForEachGroup(
+        keys.size(),
+        [&](std::size_t size) -> Group* {
+          if (size == 1) return nullptr;
+          groups.push_back(std::make_unique<Group>());
+          groups.back()->members.reserve(size);
+          return groups.back().get();
+        },
+        [&](Group* g, std::size_t i) {
+          auto e = std::make_shared<SuiteEntry>(i + 1, keys[i]);
+          if (g != nullptr) g->members.push_back(e.get());
+          if (!route.Publish(keys[i], std::move(e), nullptr).ok()) std::abort();
+        });
+  }
+};
+
+struct TwoLevelW8 {
+  static constexpr const char* kName = "two_level";
+  bench::TwoLevelRoute<SuiteEntry, ObjectRouteIndex> route;
+  void Build(const std::vector<std::string>& keys) {
+    ForEachGroup(
+        keys.size(), [&](std::size_t size) { return route.MakeGroup(size); },
+        [&](const auto& g, std::size_t i) {
+          if (!route.Join(g, keys[i],
+                          std::make_shared<SuiteEntry>(i + 1, keys[i]))) {
+            std::abort();
+          }
+        });
+  }
+};
+
+template <typename Impl>
+void BM_SuiteW8(benchmark::State& state) {
+  const std::size_t n = PopulationSize();
+  const std::vector<std::string>& keys = Keys(n);
+  for (auto _ : state) {
+    malloc_trim(0);
+    const std::uint64_t before = RssBytes();
+    const std::uint64_t heap_before = mallinfo2().uordblks;
+    Progress("W8: building %s with %zu objects", Impl::kName, n);
+    auto impl = std::make_unique<Impl>();
+    impl->Build(keys);
+    // Snapshots the build retired are garbage, not the structure's size:
+    // with no reader left, a few reclaim passes free them.
+    for (int i = 0; i < 64 && impl->route.Diagnostics().retired_bytes > 0;
+         ++i) {
+      impl->route.ReclaimIfDue();
+    }
+    state.counters["retired_bytes_left"] =
+        static_cast<double>(impl->route.Diagnostics().retired_bytes);
+    malloc_trim(0);
+    const std::uint64_t after = RssBytes();
+    // Heap bytes in use: the same growth without the allocator's free holes
+    // (RSS depends on how the build's freed snapshots fragmented the heap).
+    state.counters["heap_bytes_per_object"] =
+        static_cast<double>(mallinfo2().uordblks - heap_before) /
+        static_cast<double>(n);
+    const double per_object =
+        static_cast<double>(after - before) / static_cast<double>(n);
+    state.counters["rss_bytes_per_object"] = per_object;
+    state.counters["rss_per_1m_objects"] = per_object * 1e6;
+    state.PauseTiming();
+    impl.reset();  // destruction is not measured
+    state.ResumeTiming();
+  }
+}
+
+// --- self-check
+// ---------------------------------------------------------------
+
+// Every adapter routes correctly: each key reaches its own entry (entry i
+// carries version i, so a read adds 4096 + i), an absent key reaches none,
+// a duplicate publication is refused, writes land on the right entry, and
+// batches cover every key. The runner runs this before the gates and skips
+// them, with the failure, if it fails.
+template <typename Impl>
+bool CheckImpl(std::string* why) {
+  constexpr std::size_t kN = 5000;
+  std::vector<std::string> keys;
+  std::vector<Owner> entries;
+  for (std::size_t i = 0; i < kN; ++i) {
+    keys.push_back(MakeKey(i, "check/"));
+    entries.push_back(std::make_shared<SuiteEntry>(i + 1, keys.back()));
+    WriterLock lock(&entries.back()->mu);
+    entries.back()->version = i;
+  }
+  ThreadScope<Impl> scope;
+  auto impl = std::make_unique<Impl>();
+  auto fail = [&](const std::string& what) {
+    *why = std::string(Impl::kName) + ": " + what;
+    return false;
+  };
+  if constexpr (requires { impl->Publish(keys[0], entries[0]); }) {
+    for (std::size_t i = 0; i < kN; ++i) {
+      if (!impl->Publish(keys[i], entries[i])) return fail("publish refused");
+    }
+    if (impl->Publish(keys[7], entries[7])) {
+      return fail("duplicate publication accepted");
+    }
+  } else {
+    if (!impl->Build(keys, entries)) return fail("build failed");
+  }
+  for (std::size_t i = 0; i < kN; ++i) {
+    std::uint64_t sink = 0;
+    impl->ReadOne(keys[i], &sink);
+    if (sink != 4096 + i) return fail("a read reached the wrong entry");
+  }
+  std::uint64_t sink = 0;
+  impl->ReadOne(MakeKey(kN + 1, "check/"), &sink);
+  if (sink != 0) return fail("an absent key reached an entry");
+  std::vector<std::string_view> batch;
+  std::uint64_t expected = 0;
+  for (std::size_t i = 100; i < 100 + kBatch; ++i) {
+    batch.push_back(keys[i]);
+    expected += 4096 + i;
+  }
+  batch.back() = "check/absent";  // a miss inside a batch visits nothing
+  expected -= 4096 + 100 + kBatch - 1;
+  sink = 0;
+  impl->ReadBatch(batch, &sink);
+  if (sink != expected) return fail("a read batch missed or repeated keys");
+  impl->WriteBatch(batch, 1);
+  sink = 0;
+  impl->ReadBatch(batch, &sink);
+  if (sink != expected + kBatch - 1) return fail("a write batch went astray");
+  if constexpr (requires { impl->WriteOne(keys[0], 1); }) {
+    impl->WriteOne(keys[3], 1);
+    sink = 0;
+    impl->ReadOne(keys[3], &sink);
+    if (sink != 4096 + 4) return fail("a point write went astray");
+  }
+  return true;
+}
+
+void BM_SuiteSelfCheck(benchmark::State& state) {
+  std::string why;
+  bool ok = true;
+  for (auto _ : state) {
+    ok = CheckImpl<EpochImpl>(&why) && CheckImpl<ShardImpl>(&why) &&
+         CheckImpl<ObjectIndexImpl>(&why) &&
+#if CAIRN_SUITE_HAVE_TBB
+         CheckImpl<TbbImpl>(&why) &&
+#endif
+#if CAIRN_SUITE_HAVE_LFHT
+         CheckImpl<LfhtImpl>(&why) &&
+#endif
+#if CAIRN_SUITE_HAVE_CUCKOO
+         CheckImpl<CuckooImpl>(&why) &&
+#endif
+         CheckImpl<TwoLevelImpl<8>>(&why);
+  }
+  if (!ok) state.SkipWithError(why.c_str());
+}
+BENCHMARK(BM_SuiteSelfCheck)->Iterations(1);
+
+// --- registration ------------------------------------------------------------
+
+void Sweep(benchmark::internal::Benchmark* b) {
+  b->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
+}
+void W6Args(benchmark::internal::Benchmark* b) {
+  b->ArgName("read")->Arg(95)->Arg(50);
+  Sweep(b);
+}
+
+#define CAIRN_SUITE_ROUTE(Impl, name)  \
+  BENCHMARK_TEMPLATE(BM_SuiteW1, Impl) \
+      ->Name("BM_SuiteW1/" name)       \
+      ->Apply(Sweep);                  \
+  BENCHMARK_TEMPLATE(BM_SuiteW2, Impl) \
+      ->Name("BM_SuiteW2/" name)       \
+      ->Apply(Sweep);                  \
+  BENCHMARK_TEMPLATE(BM_SuiteW6, Impl)->Name("BM_SuiteW6/" name)->Apply(W6Args)
+
+CAIRN_SUITE_ROUTE(EpochImpl, "epoch");
+CAIRN_SUITE_ROUTE(ShardImpl, "shard");
+CAIRN_SUITE_ROUTE(ObjectIndexImpl, "object_index");
+#if CAIRN_SUITE_HAVE_TBB
+BENCHMARK_TEMPLATE(BM_SuiteW6, TbbImpl)->Name("BM_SuiteW6/tbb")->Apply(W6Args);
+#endif
+#if CAIRN_SUITE_HAVE_LFHT
+BENCHMARK_TEMPLATE(BM_SuiteW6, LfhtImpl)
+    ->Name("BM_SuiteW6/lfht")
+    ->Apply(W6Args);
+#endif
+#if CAIRN_SUITE_HAVE_CUCKOO
+BENCHMARK_TEMPLATE(BM_SuiteW6, CuckooImpl)
+    ->Name("BM_SuiteW6/cuckoo")
+    ->Apply(W6Args);
+#endif
+
+#define CAIRN_SUITE_W4(W, g)                            \
+  BENCHMARK_TEMPLATE(BM_SuiteW4##W, EpochImpl, g)       \
+      ->Name("BM_SuiteW4" #W "/flat/g:" #g)             \
+      ->Apply(Sweep);                                   \
+  BENCHMARK_TEMPLATE(BM_SuiteW4##W, TwoLevelImpl<g>, g) \
+      ->Name("BM_SuiteW4" #W "/two_level/g:" #g)        \
+      ->Apply(Sweep)
+
+CAIRN_SUITE_W4(Point, 32);
+CAIRN_SUITE_W4(Same, 8);
+CAIRN_SUITE_W4(Same, 32);
+CAIRN_SUITE_W4(Same, 128);
+CAIRN_SUITE_W4(Cross, 8);
+CAIRN_SUITE_W4(Cross, 32);
+CAIRN_SUITE_W4(Cross, 128);
+
+BENCHMARK_TEMPLATE(BM_SuiteW8, FlatW8)
+    ->Name("BM_SuiteW8/flat")
+    ->Iterations(1)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_SuiteW8, TwoLevelW8)
+    ->Name("BM_SuiteW8/two_level")
+    ->Iterations(1)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace cairn::suite
+
+BENCHMARK_MAIN();
