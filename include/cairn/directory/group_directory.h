@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -64,6 +65,7 @@
 #include "cairn/directory/group_entry.h"
 #include "cairn/directory/handles.h"
 #include "cairn/directory/object_entry.h"
+#include "cairn/directory/quota.h"
 #include "cairn/route/internal/route_hash.h"
 #include "cairn/route/object_route_index.h"
 
@@ -98,6 +100,20 @@ struct DirectoryOptions {
   std::size_t visit_chunk = 256;
   // Called once per removed object instance, with no directory lock held.
   std::function<void(const RemovedObject&)> on_removed;
+  // The account this directory charges each object's counted bytes to
+  // (Q1-Q3, docs/tenants.md); null: nothing is charged. Must outlive the
+  // directory. The TenantRegistry binds each tenant's own account here.
+  QuotaAccount* quota = nullptr;
+  // A two-phase put or upsert not committed within this time is aborted by
+  // ReapPendingPuts(); 0: never reaped.
+  std::chrono::nanoseconds pending_put_timeout{0};
+};
+
+// The staged state of an upsert (BeginUpsert): what the object will count
+// once CommitUpsert() installs it.
+struct UpsertOptions {
+  std::uint64_t size_bytes = 0;
+  std::uint64_t counted_bytes = 0;
 };
 
 struct CreateOptions {
@@ -188,6 +204,12 @@ class GroupDirectory {
   // group; allocates. Not for use inside a callback.
   Result<Handle> Create(std::string_view key, const CreateOptions& options = {},
                         Payload payload = Payload()) {
+    return CreateImpl(key, options, std::move(payload), /*pending=*/false);
+  }
+
+ private:
+  Result<Handle> CreateImpl(std::string_view key, const CreateOptions& options,
+                            Payload payload, bool pending) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (!options.group.empty() &&
         options.group.size() > options_.max_key_bytes) {
@@ -206,23 +228,204 @@ class GroupDirectory {
                                        ? now + options.soft_pin_ttl.count()
                                        : 0;
     init.hard_pinned = options.hard_pin;
+    init.ledger = pending ? directory_internal::Ledger::kPending
+                          : directory_internal::Ledger::kCommitted;
+    init.pending_since_nanos = now;
 
+    // Q1/Q3: charged first, lock-free, and refunded if the create fails.
+    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
     RetryPendingUnlinks();
     // Retire budget first, with no lock held: waiting for it may run
     // deleters (host destructors), which must never run under our locks.
     Result<WriteBudget> budget = route_.PrepareWrite(key);
-    if (!budget.ok()) return std::move(budget).status();
-    Result<Handle> made = CreateWithBudget(key, options, std::move(init),
-                                           std::move(payload), &budget.value());
+    if (!budget.ok()) {
+      RefundQuota(options.counted_bytes).IgnoreError();
+      return std::move(budget).status();
+    }
+    Result<Handle> made =
+        CreateWithBudget(key, options, std::move(init), std::move(payload),
+                         &budget.value(), pending);
+    if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
     route_.ReclaimIfDue();
     return made;
   }
+
+ public:
+  // ---- two-phase puts and upserts (Q1-Q3, docs/tenants.md) -----------------
+
+  // The first phase of a put: as Create, but the object is routed in
+  // kCreating (no lookup returns it, D6) with its counted bytes charged as
+  // pending. Commit() makes it kActive; Abort() or ReapPendingPuts() removes
+  // it and refunds the charge. A pending key blocks other creates of it
+  // (kAlreadyExists). Errors as Create, plus kResourceExhausted from the
+  // quota (its message carries the deficit), nothing charged.
+  Result<Handle> CreatePending(std::string_view key,
+                               const CreateOptions& options = {},
+                               Payload payload = Payload()) {
+    return CreateImpl(key, options, std::move(payload), /*pending=*/true);
+  }
+
+  // Commits the pending put `token` routed under `key`: kCreating ->
+  // kActive, the pending charge becomes the committed counted bytes, the
+  // version moves. Errors, no state change: kNotFound (key not routed, or it
+  // names another instance than `token`), kFailedPrecondition (the instance
+  // is not kCreating: already committed, aborted or removed),
+  // kInvalidArgument, kUnavailable. Locks the object only.
+  Status Commit(std::string_view key, ObjectToken token) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (token.tenant != options_.tenant_instance) return NotFoundError();
+    const Owner owner = route_.Pin(key);  // released after the lock
+    if (owner == nullptr || owner->id() != token.object) {
+      return NotFoundError();
+    }
+    Entry* e = owner.get();
+    WriterLock lock(&e->mu_);
+    if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kCreating) {
+      return FailedPreconditionError("object is not kCreating");
+    }
+    directory_internal::Ledger& ledger = e->ledger_;
+    e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+    ledger.state = directory_internal::Ledger::kCommitted;
+    ledger.pending = 0;
+    e->SetLifecycle(Lifecycle::kActive);
+    e->version_.fetch_add(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
+  // Aborts the pending put `token`: the object leaves the route (matched
+  // unlink), its pending charge is refunded, and the removal callback runs
+  // once, off-lock. Errors, no state change: kNotFound (not routed or not
+  // that instance), kFailedPrecondition (not kCreating), kInvalidArgument,
+  // kUnavailable, kResourceExhausted (route busy). Locks as Erase.
+  Status Abort(std::string_view key, ObjectToken token) {
+    return AbortPending(key, token, std::numeric_limits<std::int64_t>::max());
+  }
+
+  // Stages an upsert of the active instance `token`: charges
+  // options.counted_bytes as pending (lock-free, before any lock) and
+  // records the new size. Readers keep seeing the committed state (size,
+  // counted bytes, version, payload) until CommitUpsert(). Errors, nothing
+  // charged: kNotFound (not routed, not that instance, not kActive),
+  // kFailedPrecondition (an upsert is already pending), kResourceExhausted
+  // (quota, with the deficit), kInvalidArgument, kUnavailable.
+  Status BeginUpsert(std::string_view key, ObjectToken token,
+                     const UpsertOptions& options) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
+    const std::int64_t now = clock_->NowNanos();
+    Status refused;
+    bool staged = false;
+    auto stage = [&](Access& access) {
+      access.entry_.mu_.AssertHeld();
+      directory_internal::Ledger& ledger = access.entry_.ledger_;
+      if (ledger.upsert_pending) {
+        refused = FailedPreconditionError("an upsert is already pending");
+        return;
+      }
+      ledger.upsert_pending = true;
+      ledger.pending = options.counted_bytes;
+      ledger.pending_size = options.size_bytes;
+      ledger.pending_since_nanos = now;
+      staged = true;
+    };
+    Status s = LookupToken<true>(key, token, stage);
+    if (!staged) RefundQuota(options.counted_bytes).IgnoreError();
+    return s.ok() ? refused : s;
+  }
+
+  // Installs the staged upsert of `token`: the old committed charge is
+  // released, the pending one committed, size and counted bytes take their
+  // staged values, the version moves, and then fn(ObjectAccess&) runs under
+  // the same exclusive lock so the host installs the new payload in the
+  // same step. Errors, no state change: kNotFound, kFailedPrecondition (no
+  // upsert pending; or a quota ledger mismatch), kInvalidArgument,
+  // kUnavailable. Same callback rules as WithObjectExclusive.
+  template <typename Fn>
+  Status CommitUpsert(std::string_view key, ObjectToken token, Fn&& fn) {
+    Status refused;
+    auto commit = [&](Access& access) {
+      Entry& e = access.entry_;
+      e.mu_.AssertHeld();
+      directory_internal::Ledger& ledger = e.ledger_;
+      if (!ledger.upsert_pending) {
+        refused = FailedPreconditionError("no upsert is pending");
+        return;
+      }
+      if (Status s = RefundQuota(e.counted_bytes()); !s.ok()) {
+        refused = FailedPreconditionError("quota ledger mismatch");
+        return;
+      }
+      e.counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+      e.size_bytes_ = ledger.pending_size;
+      ledger.upsert_pending = false;
+      ledger.pending = 0;
+      e.version_.fetch_add(1, std::memory_order_relaxed);
+      fn(access);
+    };
+    Status s = LookupToken<true>(key, token, commit);
+    return s.ok() ? refused : s;
+  }
+  Status CommitUpsert(std::string_view key, ObjectToken token) {
+    return CommitUpsert(key, token, [](Access&) {});
+  }
+
+  // Drops the staged upsert of `token` and refunds its pending charge; the
+  // committed state is untouched. Errors as CommitUpsert.
+  Status AbortUpsert(std::string_view key, ObjectToken token) {
+    return AbortStagedUpsert(key, token,
+                             std::numeric_limits<std::int64_t>::max());
+  }
+
+  // Aborts every pending put and staged upsert older than
+  // pending_put_timeout (0: none) on the injected clock. Returns how many it
+  // aborted. Census through the route in chunks (D9), each candidate's lock
+  // taken briefly and shared; the aborts then run as Abort/AbortUpsert, each
+  // re-checking that it is the same instance and still that old. Not for use
+  // inside a callback.
+  std::size_t ReapPendingPuts() {
+    if (options_.pending_put_timeout.count() <= 0 || is_shut_down()) return 0;
+    const std::int64_t cutoff =
+        clock_->NowNanos() - options_.pending_put_timeout.count();
+    struct Expired {
+      std::string key;
+      ObjectToken token;
+      bool upsert;
+    };
+    std::vector<Expired> expired;
+    route_.VisitHandles(
+        options_.visit_chunk == 0 ? 1 : options_.visit_chunk,
+        [&](std::span<Owner> owners) {
+          for (const Owner& o : owners) {
+            ReaderLock lock(&o->mu_);
+            const directory_internal::Ledger& ledger = o->ledger_;
+            const Lifecycle lc = o->lifecycle_.load(std::memory_order_relaxed);
+            if (ledger.pending_since_nanos > cutoff) continue;
+            if (lc == Lifecycle::kCreating &&
+                ledger.state == directory_internal::Ledger::kPending) {
+              expired.push_back({std::string(o->key()), o->token(), false});
+            } else if (lc == Lifecycle::kActive && ledger.upsert_pending) {
+              expired.push_back({std::string(o->key()), o->token(), true});
+            }
+          }
+        });
+    std::size_t reaped = 0;
+    for (const Expired& x : expired) {
+      const Status s = x.upsert ? AbortStagedUpsert(x.key, x.token, cutoff)
+                                : AbortPending(x.key, x.token, cutoff);
+      if (s.ok()) ++reaped;
+    }
+    return reaped;
+  }
+
+  // The account this directory charges; null without quota.
+  QuotaAccount* quota() const noexcept { return options_.quota; }
 
  private:
   Result<Handle> CreateWithBudget(std::string_view key,
                                   const CreateOptions& options,
                                   directory_internal::EntryInit init,
-                                  Payload payload, WriteBudget* budget) {
+                                  Payload payload, WriteBudget* budget,
+                                  bool pending) {
     Owner routed;  // outlives the stripe: its release may free an entry
     // An entry that failed to publish is destroyed (its payload destructor
     // is host code) only after the group lock and the stripe are released
@@ -247,7 +450,7 @@ class GroupDirectory {
       init.id = NextObjectId();
       Owner owner =
           std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
-      Activate(owner.get());
+      if (!pending) Activate(owner.get());
       // The stripe serialises creates of this key, so only a route error
       // (back-pressure, shutdown) can refuse the slot; then nothing was
       // published.
@@ -278,7 +481,7 @@ class GroupDirectory {
       init.lease_deadline_nanos = 0;  // a member's lease is the group's
       Entry* entry = group->AddMember(std::move(init), std::move(payload));
       Owner owner(group, entry);  // aliasing: keeps the group alive
-      Activate(entry);
+      if (!pending) Activate(entry);
       if (Status s = route_.Publish(key, owner, budget); !s.ok()) {
         // Never routed, so nobody else saw it: drop it again. A group this
         // create made is torn down with it. A lease it granted the group
@@ -533,7 +736,19 @@ class GroupDirectory {
       const bool leased =
           !options.force && group->lease_deadline_.load(
                                 std::memory_order_relaxed) > clock_->NowNanos();
+      // Q2: the members' charges leave the account in one release, or the
+      // group stays as it was.
+      bool mismatch = false;
       if (!leased) {
+        std::uint64_t charged = 0;
+        for (Entry* e : members) charged += ChargedBytes(e);
+        if (!RefundQuota(charged).ok()) {
+          mismatch = true;
+        } else {
+          for (Entry* e : members) MarkLedgerReleased(e);
+        }
+      }
+      if (!leased && !mismatch) {
         removals.reserve(members.size());
         for (Entry* e : members) {
           MarkRemoving(e);
@@ -544,6 +759,7 @@ class GroupDirectory {
         UnlockObject(*it);
       }
       if (leased) return FailedPreconditionError("group lease has not expired");
+      if (mismatch) return FailedPreconditionError("quota ledger mismatch");
       group->explicit_teardown_ = true;
       group->SetLifecycle(Lifecycle::kRemoving);
       // Under the group lock: unlinks never wait for retire budget here;
@@ -780,16 +996,24 @@ class GroupDirectory {
   }
 
   // Erase protocol for one routed instance. Caller holds the key's stripe.
-  Status EraseInstance(const Owner& owner, const EraseOptions& options,
-                       Removal* removal, WriteBudget* budget) {
+  // `expect` is the lifecycle the instance must be in: kActive for an erase,
+  // kCreating for the abort of a pending put.
+  Status EraseInstance(
+      const Owner& owner, const EraseOptions& options, Removal* removal,
+      WriteBudget* budget, Lifecycle expect = Lifecycle::kActive,
+      std::int64_t pending_cutoff = std::numeric_limits<std::int64_t>::max()) {
     Entry* e = owner.get();
     Group* group = e->group();
     if (group == nullptr) {
       {
         WriterLock lock(&e->mu_);
-        if (Status s = CheckErasable(e, options); !s.ok()) return s;
-        e->SetLifecycle(Lifecycle::kRemoving);
+        if (Status s = CheckErasable(e, options, expect, pending_cutoff);
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = ReleaseLedger(e); !s.ok()) return s;
         *removal = MakeRemoval(owner);
+        e->SetLifecycle(Lifecycle::kRemoving);
       }
       // Object lock released before the route changes (L3).
       Unlink(owner, budget);
@@ -801,9 +1025,13 @@ class GroupDirectory {
       MutexLock group_lock(&group->mu_);
       {
         WriterLock lock(&e->mu_);
-        if (Status s = CheckErasable(e, options); !s.ok()) return s;
-        e->SetLifecycle(Lifecycle::kRemoving);
+        if (Status s = CheckErasable(e, options, expect, pending_cutoff);
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = ReleaseLedger(e); !s.ok()) return s;
         *removal = MakeRemoval(owner);
+        e->SetLifecycle(Lifecycle::kRemoving);
       }
       group->RemoveMember(e);
       if (group->live_.empty()) {
@@ -819,10 +1047,19 @@ class GroupDirectory {
   }
 
   // Caller holds e's lock exclusively.
-  Status CheckErasable(const Entry* e, const EraseOptions& options) const {
+  Status CheckErasable(const Entry* e, const EraseOptions& options,
+                       Lifecycle expect, std::int64_t pending_cutoff) const {
     e->mu_.AssertHeld();
-    if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kActive) {
-      return NotFoundError();
+    if (e->lifecycle_.load(std::memory_order_relaxed) != expect) {
+      if (expect == Lifecycle::kActive) return NotFoundError();
+      return FailedPreconditionError("object is not kCreating");
+    }
+    if (expect == Lifecycle::kCreating) {
+      // A reaper's abort: only if the put is still as old as it saw.
+      if (e->ledger_.pending_since_nanos > pending_cutoff) {
+        return FailedPreconditionError("pending put is younger than cutoff");
+      }
+      return Status::Ok();
     }
     if (!options.force) {
       const std::int64_t lease =
@@ -834,6 +1071,98 @@ class GroupDirectory {
       }
     }
     return Status::Ok();
+  }
+
+  // ---- quota ledger (Q1-Q3) ----
+
+  Status ChargeQuota(std::uint64_t bytes) {
+    if (options_.quota == nullptr || bytes == 0) return Status::Ok();
+    return options_.quota->Charge(bytes);
+  }
+  Status RefundQuota(std::uint64_t bytes) noexcept {
+    if (options_.quota == nullptr || bytes == 0) return Status::Ok();
+    return options_.quota->Release(bytes);
+  }
+  // What `e` holds in the account: its committed counted bytes plus any
+  // pending charge. Caller holds e's lock.
+  static std::uint64_t ChargedBytes(const Entry* e) {
+    e->mu_.AssertReaderHeld();
+    const directory_internal::Ledger& ledger = e->ledger_;
+    switch (ledger.state) {
+      case directory_internal::Ledger::kPending:
+        return ledger.pending;
+      case directory_internal::Ledger::kCommitted:
+        return e->counted_bytes() +
+               (ledger.upsert_pending ? ledger.pending : 0);
+      default:
+        return 0;
+    }
+  }
+  static void MarkLedgerReleased(Entry* e) {
+    e->mu_.AssertHeld();
+    directory_internal::Ledger& ledger = e->ledger_;
+    ledger.state = directory_internal::Ledger::kReleased;
+    ledger.upsert_pending = false;
+    ledger.pending = 0;
+  }
+  // Releases e's whole charge exactly once (the ledger then says released,
+  // D6). A mismatch (the account holds less) changes nothing (Q2). Caller
+  // holds e's lock exclusively.
+  Status ReleaseLedger(Entry* e) {
+    e->mu_.AssertHeld();
+    if (!RefundQuota(ChargedBytes(e)).ok()) {
+      return FailedPreconditionError("quota ledger mismatch");
+    }
+    MarkLedgerReleased(e);
+    return Status::Ok();
+  }
+
+  Status AbortPending(std::string_view key, ObjectToken token,
+                      std::int64_t cutoff) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (token.tenant != options_.tenant_instance) return NotFoundError();
+    RetryPendingUnlinks();
+    Result<WriteBudget> budget = route_.PrepareWrite(key);
+    if (!budget.ok()) return std::move(budget).status();
+    Removal removal;
+    Owner owner;  // outlives the stripe: its release may free the entry
+    {
+      StripeLock stripe(&StripeFor(key), &stripe_waits_);
+      owner = route_.Pin(key);
+      if (owner == nullptr || owner->id() != token.object) {
+        return NotFoundError();
+      }
+      if (Status s =
+              EraseInstance(owner, EraseOptions{}, &removal, &budget.value(),
+                            Lifecycle::kCreating, cutoff);
+          !s.ok()) {
+        return s;
+      }
+    }
+    route_.ReclaimIfDue();
+    FinishRemoval(removal);
+    return Status::Ok();
+  }
+
+  Status AbortStagedUpsert(std::string_view key, ObjectToken token,
+                           std::int64_t cutoff) {
+    Status refused;
+    auto drop = [&](Access& access) {
+      access.entry_.mu_.AssertHeld();
+      directory_internal::Ledger& ledger = access.entry_.ledger_;
+      if (!ledger.upsert_pending || ledger.pending_since_nanos > cutoff) {
+        refused = FailedPreconditionError("no upsert is pending");
+        return;
+      }
+      if (!RefundQuota(ledger.pending).ok()) {
+        refused = FailedPreconditionError("quota ledger mismatch");
+        return;
+      }
+      ledger.upsert_pending = false;
+      ledger.pending = 0;
+    };
+    Status s = LookupToken<true>(key, token, drop);
+    return s.ok() ? refused : s;
   }
 
   // Matched unlink of a removed instance. The removal is already committed

@@ -6,10 +6,12 @@
 // (kCreating -> kActive -> kRemoving), a private reader-writer lock and the
 // metadata envelope: size, lease deadline (monotone, P1), soft-pin deadline,
 // hard-pin flag, a version counter, in-flight task flags, the bytes counted
-// for quota, and the host's Payload.
+// for quota with their ledger state (pending, committed, released; Q2), and
+// the host's Payload.
 //
-// Thread safety: the identity (id, key, group, tenant, hard pin, counted
-// bytes) is immutable and readable from any thread through a handle. The lock
+// Thread safety: the identity (id, key, group, tenant, hard pin) is
+// immutable and readable from any thread through a handle; counted_bytes() is
+// an atomic that only the commit of a two-phase put or upsert changes. The lock
 // is private: metadata and payload are reachable only inside a
 // GroupDirectory callback, through ObjectView (shared lock) or ObjectAccess
 // (exclusive lock), see handles.h. lifecycle_hint() is an acquire load of a
@@ -117,6 +119,23 @@ struct EntryInit {
   std::int64_t lease_deadline_nanos = 0;
   std::int64_t soft_pin_deadline_nanos = 0;
   bool hard_pinned = false;
+  // Quota ledger at creation: kCommitted for a charged Create, kPending for
+  // CreatePending, kUncharged without a quota account.
+  std::uint8_t ledger = 0;
+  std::int64_t pending_since_nanos = 0;
+};
+
+// The per-object quota ledger (Q2), guarded by the object lock. The
+// committed charge is the entry's counted_bytes(); `pending` is a charge not
+// yet committed: a two-phase put's counted bytes (state kPending) or a staged
+// upsert's new counted bytes (state kCommitted with upsert_pending).
+struct Ledger {
+  enum State : std::uint8_t { kUncharged, kPending, kCommitted, kReleased };
+  State state = kUncharged;
+  bool upsert_pending = false;
+  std::uint64_t pending = 0;
+  std::uint64_t pending_size = 0;
+  std::int64_t pending_since_nanos = 0;
 };
 
 }  // namespace directory_internal
@@ -136,7 +155,15 @@ class ObjectEntry {
         lease_deadline_(init.lease_deadline_nanos),
         size_bytes_(init.size_bytes),
         soft_pin_deadline_(init.soft_pin_deadline_nanos),
-        payload_(std::move(payload)) {}
+        payload_(std::move(payload)) {
+    ledger_.state = static_cast<directory_internal::Ledger::State>(init.ledger);
+    if (ledger_.state == directory_internal::Ledger::kPending) {
+      ledger_.pending = init.counted_bytes;
+      ledger_.pending_size = init.size_bytes;
+      ledger_.pending_since_nanos = init.pending_since_nanos;
+      counted_bytes_.store(0, std::memory_order_relaxed);
+    }
+  }
 
   ObjectEntry(const ObjectEntry&) = delete;
   ObjectEntry& operator=(const ObjectEntry&) = delete;
@@ -148,7 +175,10 @@ class ObjectEntry {
   // The explicit group, or null. O(1): no hash, no lock (section 1).
   GroupEntry<Payload>* group() const noexcept { return group_; }
   bool hard_pinned() const noexcept { return hard_pinned_; }
-  std::uint64_t counted_bytes() const noexcept { return counted_bytes_; }
+  // The committed counted bytes; changed only by a committed upsert.
+  std::uint64_t counted_bytes() const noexcept {
+    return counted_bytes_.load(std::memory_order_relaxed);
+  }
   // Host memory the entry keeps alive (CreateOptions::retained_bytes); the
   // route charges it to its retired-bytes cap when the entry is unlinked.
   std::uint64_t retained_bytes() const noexcept { return retained_bytes_; }
@@ -175,7 +205,8 @@ class ObjectEntry {
   const ObjectId id_;
   const std::string key_;
   GroupEntry<Payload>* const group_;
-  const std::uint64_t counted_bytes_;
+  // Written under the exclusive lock (commit of a put or an upsert).
+  std::atomic<std::uint64_t> counted_bytes_;
   const std::uint64_t retained_bytes_;
   const bool hard_pinned_;
 
@@ -190,6 +221,7 @@ class ObjectEntry {
   std::int64_t soft_pin_deadline_ CAIRN_GUARDED_BY(mu_);
   std::uint32_t tasks_ CAIRN_GUARDED_BY(mu_) = 0;
   Payload payload_ CAIRN_GUARDED_BY(mu_);
+  directory_internal::Ledger ledger_ CAIRN_GUARDED_BY(mu_);
 };
 
 CAIRN_NAMESPACE_END

@@ -1,0 +1,270 @@
+// Copyright 2026 The cairn Authors.
+//
+// TenantRegistry: T1, T2, the default tenant, the shared route domain and
+// the registry's own domain (E6).
+
+#include "cairn/directory/tenant_registry.h"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "directory/directory_testing.h"
+#include "testing/directory_peer.h"
+#include "testing/stress.h"
+
+namespace cairn {
+namespace {
+
+using testing::Key;
+using testing::TestPayload;
+using Registry = TenantRegistry<TestPayload>;
+
+Registry::Factory Limit(std::uint64_t limit,
+                        std::atomic<int>* calls = nullptr) {
+  return [limit, calls](std::string_view) -> Result<TenantOptions> {
+    if (calls != nullptr) calls->fetch_add(1, std::memory_order_relaxed);
+    TenantOptions options;
+    options.quota_limit_bytes = limit;
+    options.directory.route.bucket_count = 64;
+    return options;
+  };
+}
+
+TEST(TenantRegistryTest, DefaultTenantExistsAndIsNeverRemoved) {
+  Registry registry;
+  ASSERT_NE(registry.default_tenant(), nullptr);
+  EXPECT_EQ(registry.default_tenant()->name(), "default");
+  Result<Registry::Handle> found = registry.Find("default");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found.value(), registry.default_tenant());
+  EXPECT_EQ(registry.Remove("default", registry.default_tenant()->instance_id())
+                .code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry.size(), 1u);
+}
+
+TEST(TenantRegistryTest,
+     T1ConcurrentGetOrCreateRunsFactoryOnceAndSharesHandle) {
+  Registry registry;
+  const int kThreads = 8;
+  const int kRounds = testing::StressIterations(20);
+  for (int round = 0; round < kRounds; ++round) {
+    std::atomic<int> calls{0};
+    std::atomic<bool> go{false};
+    std::vector<Registry::Handle> got(kThreads);
+    std::vector<std::thread> threads;
+    const std::string name = Key("tenant-", round);
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        auto factory = [&](std::string_view) -> Result<TenantOptions> {
+          calls.fetch_add(1, std::memory_order_relaxed);
+          // Widen the window in which racers find the creation in flight.
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          TenantOptions options;
+          options.quota_limit_bytes = 1000;
+          options.directory.route.bucket_count = 16;
+          return options;
+        };
+        Result<Registry::Handle> h = registry.GetOrCreate(name, factory);
+        ASSERT_TRUE(h.ok());
+        got[t] = h.value();
+        // T1: published only fully built, with its quota bound.
+        EXPECT_EQ(got[t]->directory().quota(), &got[t]->quota());
+        EXPECT_EQ(got[t]->quota().limit(), 1000u);
+        EXPECT_EQ(got[t]->directory().tenant_instance(), got[t]->instance_id());
+      });
+    }
+    go.store(true, std::memory_order_release);
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(calls.load(), 1) << "round " << round;
+    for (int t = 1; t < kThreads; ++t) EXPECT_EQ(got[t], got[0]);
+  }
+  EXPECT_EQ(registry.size(), static_cast<std::size_t>(kRounds) + 1);
+}
+
+TEST(TenantRegistryTest, T1ReadersNeverSeeAPartlyBuiltTenant) {
+  Registry registry;
+  std::atomic<bool> stop{false};
+  std::atomic<long> seen{0};
+  std::thread reader([&] {
+    while (!stop.load(std::memory_order_acquire)) {
+      for (int i = 0; i < 16; ++i) {
+        Status s =
+            registry.WithTenant(Key("t", i), [&](Registry::TenantType& t) {
+              // Bound before publication: a charge always reaches the account.
+              EXPECT_EQ(t.directory().quota(), &t.quota());
+              EXPECT_EQ(t.quota().limit(), 4096u);
+              seen.fetch_add(1, std::memory_order_relaxed);
+            });
+        if (!s.ok()) {
+          EXPECT_EQ(s.code(), StatusCode::kNotFound);
+        }
+      }
+    }
+  });
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(registry.GetOrCreate(Key("t", i), Limit(4096)).ok());
+  }
+  stop.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_TRUE(registry.Find("t15").ok());
+}
+
+TEST(TenantRegistryTest, T1FactoryErrorPublishesNothingAndLaterCallRetries) {
+  Registry registry;
+  auto failing = [](std::string_view) -> Result<TenantOptions> {
+    return InvalidArgumentError("no such tenant in the host's config");
+  };
+  EXPECT_EQ(registry.GetOrCreate("bad", failing).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Find("bad").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(registry.GetOrCreate("bad", Limit(1)).ok());
+}
+
+TEST(TenantRegistryTest, T2RemoveLeavesHandlesValidAndNewInstanceIsFresh) {
+  Registry registry;
+  Result<Registry::Handle> first = registry.GetOrCreate("a", Limit(1 << 20));
+  ASSERT_TRUE(first.ok());
+  Registry::Handle old = first.value();
+  CreateOptions co;
+  co.counted_bytes = 100;
+  Result<ObjectHandle<TestPayload>> obj =
+      old->directory().Create("k", co, TestPayload{7, 0, 0});
+  ASSERT_TRUE(obj.ok());
+  const TenantInstanceId old_id = old->instance_id();
+
+  EXPECT_EQ(registry.Remove("a", old_id + 1000).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(registry.Remove("a", old_id).ok());
+  EXPECT_EQ(registry.Remove("a", old_id).code(), StatusCode::kNotFound);
+  EXPECT_EQ(registry.Find("a").status().code(), StatusCode::kNotFound);
+  // The held handle still works (ASan checks the memory).
+  std::int64_t value = 0;
+  ASSERT_TRUE(old->directory()
+                  .WithObject("k",
+                              [&](const ObjectView<TestPayload>& v) {
+                                value = v.payload().value;
+                              })
+                  .ok());
+  EXPECT_EQ(value, 7);
+  // Its account takes no new charges, but releases still settle.
+  EXPECT_TRUE(old->quota().admission_closed());
+  EXPECT_EQ(old->directory().Create("k2", co).status().code(),
+            StatusCode::kResourceExhausted);
+  ASSERT_TRUE(old->directory().Erase("k").ok());
+  EXPECT_EQ(old->quota().charged(), 0u);
+
+  Result<Registry::Handle> second = registry.GetOrCreate("a", Limit(1 << 20));
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second.value()->instance_id(), old_id);
+  // Old handles never see the new instance's objects, nor it theirs.
+  ASSERT_TRUE(second.value()->directory().Create("k", co).ok());
+  EXPECT_EQ(old->directory().WithObject("k", [](const auto&) {}).code(),
+            StatusCode::kNotFound);
+  ObjectToken stale = obj.value().token();
+  EXPECT_EQ(second.value()
+                ->directory()
+                .WithToken("k", stale, [](const auto&) {})
+                .code(),
+            StatusCode::kNotFound);
+}
+
+TEST(TenantRegistryTest, T2EmptyTenantsStayUntilRemoved) {
+  Registry registry;
+  Result<Registry::Handle> t = registry.GetOrCreate("empty", Limit(10));
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.value()->directory().Create("x").ok());
+  ASSERT_TRUE(t.value()->directory().Erase("x").ok());
+  // Nothing removes an empty tenant behind the host's back.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(registry.GetOrCreate(Key("other", i), Limit(10)).ok());
+  }
+  Result<Registry::Handle> again = registry.Find("empty");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value(), t.value());
+}
+
+TEST(TenantRegistryTest, TenantsShareOneRouteDomainSeparateFromTheRegistrys) {
+  Registry registry;
+  Result<Registry::Handle> a = registry.GetOrCreate("a", Limit(10));
+  Result<Registry::Handle> b = registry.GetOrCreate("b", Limit(10));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(&registry.route_domain(), &registry.registry_domain());
+  EXPECT_EQ(registry.route_domain().name(), "route");
+  EXPECT_EQ(registry.registry_domain().name(), "tenant-registry");
+  using Peer = directory_internal::GroupDirectoryTestPeer;
+  EXPECT_EQ(&Peer::route(a.value()->directory()).epoch_domain(),
+            &registry.route_domain());
+  EXPECT_EQ(&Peer::route(b.value()->directory()).epoch_domain(),
+            &registry.route_domain());
+  EXPECT_EQ(&Peer::route(registry.default_tenant()->directory()).epoch_domain(),
+            &registry.route_domain());
+  // A host-provided route domain is used as is.
+  EpochDomain mine;
+  RegistryOptions options;
+  options.route_domain = &mine;
+  {
+    Registry hosted(options);
+    EXPECT_EQ(&hosted.route_domain(), &mine);
+    EXPECT_EQ(&Peer::route(hosted.default_tenant()->directory()).epoch_domain(),
+              &mine);
+  }
+}
+
+TEST(TenantRegistryTest, E6StalledRegistryReaderDoesNotDelayRouteReclamation) {
+  Registry registry;
+  Result<Registry::Handle> a = registry.GetOrCreate("a", Limit(1 << 20));
+  ASSERT_TRUE(a.ok());
+  auto& dir = a.value()->directory();
+  std::atomic<bool> entered{false};
+  std::atomic<bool> release{false};
+  std::thread stalled([&] {
+    Status s = registry.WithTenant("a", [&](Registry::TenantType&) {
+      entered.store(true, std::memory_order_release);
+      while (!release.load(std::memory_order_acquire)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    EXPECT_TRUE(s.ok());
+  });
+  while (!entered.load(std::memory_order_acquire)) std::this_thread::yield();
+  for (int i = 0; i < 32; ++i) {
+    ASSERT_TRUE(dir.Create(Key("k", i)).ok());
+    ASSERT_TRUE(dir.Erase(Key("k", i)).ok());
+  }
+  // The registry guard is held, yet the route's domain drains.
+  EXPECT_TRUE(registry.route_domain().Barrier(std::chrono::seconds(5)).ok());
+  EXPECT_EQ(registry.route_domain().Diagnostics().retired_bytes, 0u);
+  // And the registry's own domain is the one that waits.
+  ASSERT_TRUE(registry.GetOrCreate("b", Limit(1)).ok());
+  EXPECT_EQ(
+      registry.registry_domain().Barrier(std::chrono::milliseconds(50)).code(),
+      StatusCode::kDeadlineExceeded);
+  release.store(true, std::memory_order_release);
+  stalled.join();
+  EXPECT_TRUE(registry.registry_domain().Barrier(std::chrono::seconds(5)).ok());
+}
+
+TEST(TenantRegistryTest, BadInputIsRejected) {
+  Registry registry;
+  EXPECT_EQ(registry.GetOrCreate("", Limit(1)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      registry.GetOrCreate(std::string(1000, 'x'), Limit(1)).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.GetOrCreate("n", Registry::Factory()).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Find("unknown").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(registry.WithTenant("unknown", [](auto&) {}).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(registry.Remove("unknown", 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(registry.size(), 1u);
+}
+
+}  // namespace
+}  // namespace cairn
