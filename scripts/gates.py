@@ -314,7 +314,8 @@ def plot(out_dir, component, records):
     if not rows:
         return
     fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(rows)))
-    colors = ["tab:green" if r["verdict"] == "pass" else "tab:red" for r in rows]
+    colors = [{"pass": "tab:green", "report": "tab:gray"}.get(r["verdict"], "tab:red")
+              for r in rows]
     ax.barh([r["id"] for r in rows], [r["ratio"] for r in rows], color=colors)
     for i, r in enumerate(rows):
         ax.plot([float(r["goal"].split()[1])] * 2, [i - 0.4, i + 0.4], "k--")
@@ -476,9 +477,13 @@ def main():
     print("\n".join(console))
     failed = [r["id"] for r in all_records if r["verdict"] == "fail"]
     skipped = [r["id"] for r in all_records if r["verdict"] == "skipped"]
-    print(f"\n{len(all_records)} gates: {len(all_records) - len(failed) - len(skipped)} passing, "
+    # `report`: a figure a module records without a goal (never a pass).
+    reported = [r["id"] for r in all_records if r["verdict"] == "report"]
+    passing = len(all_records) - len(failed) - len(skipped) - len(reported)
+    print(f"\n{len(all_records)} gates: {passing} passing, "
           f"{len(failed)} failing{': ' + ', '.join(failed) if failed else ''}, "
-          f"{len(skipped)} skipped{': ' + ', '.join(skipped) if skipped else ''} "
+          f"{len(skipped)} skipped{': ' + ', '.join(skipped) if skipped else ''}"
+          f"{f', {len(reported)} reported only' if reported else ''} "
           f"({run['seconds']:.0f} s)")
     print(f"wrote {out_dir / 'gates.json'} and {out_dir / 'gates.md'}")
     return 1 if (args.strict and failed) else 0

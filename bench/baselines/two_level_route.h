@@ -10,7 +10,7 @@
 // The best honest version of itself: member lookups are heterogeneous (no
 // key copy), the group map is pre-sized to its group size, and a batch keeps
 // the group's shared lock across consecutive keys of the same group instead
-// of re-taking it per key.
+// of re-taking it per key (one group lock at a time).
 
 #ifndef CAIRN_BENCH_BASELINES_TWO_LEVEL_ROUTE_H_
 #define CAIRN_BENCH_BASELINES_TWO_LEVEL_ROUTE_H_
@@ -99,6 +99,8 @@ class TwoLevelRoute {
         return;
       }
       if (g != locked) {
+        // One group lock at a time: release the last before taking the next.
+        if (lock.owns_lock()) lock.unlock();
         lock = std::shared_lock<std::shared_mutex>(g->mu);
         locked = g;
       }

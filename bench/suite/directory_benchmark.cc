@@ -142,6 +142,7 @@ const Impl& GetBuilt() {
     const std::vector<std::string>& keys = Keys(n);
     Progress("building %s with %zu objects", Impl::kName, n);
     built = std::make_unique<Impl>();
+    AtEnd([] { built.reset(); });
     for (std::size_t i = 0; i < n; ++i) {
       if (!built->Create(keys[i], i)) {
         std::fprintf(stderr, "create of key %zu failed\n", i);
@@ -292,4 +293,6 @@ BENCHMARK_TEMPLATE(BM_Dir, ShardDirectoryImpl)
 }  // namespace
 }  // namespace cairn::suite
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return cairn::suite::RunBenchmarksThenTearDown(argc, argv);
+}

@@ -8,9 +8,9 @@ W6 against the peers (TBB, cds_lfht, libcuckoo), W4 flat vs two_level, W8 RSS
 in a fresh process per implementation.
 
 Populations are 1M objects in both modes. Quick mode runs the directory gate
-rows and route W1/W2 at threads 1, 2 and 8, everything else at 2 threads, 5
-repetitions; --full sweeps every row at 1, 2 and 8 threads with 7 repetitions
-and runs W8 three times per implementation.
+rows at threads 1, 2 and 8 and everything else at 2 threads, 5 repetitions,
+W8 in 3 processes per implementation; --full sweeps every row at 1, 2 and 8
+threads with 7 repetitions and runs W8 in 5 processes each.
 """
 
 import json
@@ -38,7 +38,7 @@ class Plan:
         # CAIRN_SUITE_POPULATION overrides the population (smoke runs).
         self.population = int(os.environ.get("CAIRN_SUITE_POPULATION", "1000000"))
         self.reps = 7 if ctx.full else 5
-        self.min_time = 0.4 if ctx.full else 0.2
+        self.min_time = 0.3 if ctx.full else 0.2
         self.env = {"CAIRN_SUITE_POPULATION": str(self.population)}
 
 
@@ -141,10 +141,12 @@ def route_gates(ctx, plan):
     threads_all = (1, 2, 8)
     records = []
 
-    # W1 and W2, three implementations, threads 1, 2 and 8, one invocation.
-    all_runs = ctx.run_bench(SUITE_BINARY, "BM_SuiteW[12]/.*/real_time/threads:(1|2|8)$",
+    # W1 and W2, three implementations, one invocation; threads 1, 2 and 8
+    # in --full, 2 in quick mode.
+    sweep = "(1|2|8)" if ctx.full else str(THREADS)
+    all_runs = ctx.run_bench(SUITE_BINARY, f"BM_SuiteW[12]/.*/real_time/threads:{sweep}$",
                              repetitions=plan.reps, min_time=plan.min_time, env=plan.env)
-    runs = {t: all_runs for t in threads_all}
+    runs = {t: all_runs for t in threads_all if _sweep(ctx, t)}
 
     def rate(runs_t, w, impl, t, suffix=""):
         return ctx.median(runs_t, f"BM_Suite{w}/{impl}{suffix}/real_time/threads:{t}")
@@ -156,7 +158,7 @@ def route_gates(ctx, plan):
                          "object_index p50/p99"],
              "rows": []}
     for w in ("W1", "W2"):
-        for t in threads_all:
+        for t in sorted(runs):
             e, s, o = (rate(runs[t], w, i, t) for i in ("epoch", "shard", "object_index"))
             lat = ["-", "-"]
             if w == "W2":

@@ -275,14 +275,16 @@ struct CuckooImpl : NoThreadHooks, PointOnlyPeer<CuckooImpl> {
 template <typename Impl>
 const Impl& GetBuilt() {
   static std::mutex mu;
-  static Impl* built = nullptr;  // lives until exit
+  // Torn down by main after the benchmarks (AtEnd); Entries() outlives it.
+  static std::unique_ptr<Impl> built;
   std::lock_guard<std::mutex> lock(mu);
   if (built == nullptr) {
     const std::size_t n = PopulationSize();
     const std::vector<std::string>& keys = Keys(n);
     const std::vector<Owner>& entries = Entries(n);
     Progress("building %s with %zu objects", Impl::kName, n);
-    built = new Impl();
+    built = std::make_unique<Impl>();
+    AtEnd([] { built.reset(); });
     for (std::size_t i = 0; i < n; ++i) {
       if (!built->Publish(keys[i], entries[i])) std::abort();
     }
@@ -415,12 +417,14 @@ struct TwoLevelImpl : NoThreadHooks {
 template <typename Impl>
 const Impl& GetTwoLevel() {
   static std::mutex mu;
-  static Impl* built = nullptr;  // lives until exit
+  // Torn down by main after the benchmarks (AtEnd); Entries() outlives it.
+  static std::unique_ptr<Impl> built;
   std::lock_guard<std::mutex> lock(mu);
   if (built == nullptr) {
     const std::size_t n = PopulationSize();
     Progress("building %s with %zu objects", Impl::kName, n);
-    built = new Impl();
+    built = std::make_unique<Impl>();
+    AtEnd([] { built.reset(); });
     if (!built->Build(Keys(n), Entries(n))) std::abort();
   }
   return *built;
@@ -722,4 +726,6 @@ BENCHMARK_TEMPLATE(BM_SuiteW8, TwoLevelW8)
 }  // namespace
 }  // namespace cairn::suite
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return cairn::suite::RunBenchmarksThenTearDown(argc, argv);
+}

@@ -20,11 +20,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -33,6 +35,36 @@ namespace cairn::suite {
 
 constexpr std::size_t kKeySize = 64;
 constexpr std::size_t kBatch = 32;
+
+// Teardown of the structures a driver builds once per process: run by the
+// driver's main after the benchmarks, in reverse order, before static
+// destruction starts (so nothing they call at destruction has been
+// destroyed yet).
+inline std::mutex& AtEndMutex() {
+  static std::mutex mu;
+  return mu;
+}
+inline std::vector<std::function<void()>>& AtEndList() {
+  static std::vector<std::function<void()>> fns;
+  return fns;
+}
+inline void AtEnd(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(AtEndMutex());
+  AtEndList().push_back(std::move(fn));
+}
+inline int RunBenchmarksThenTearDown(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard<std::mutex> lock(AtEndMutex());
+    fns.swap(AtEndList());
+  }
+  for (auto it = fns.rbegin(); it != fns.rend(); ++it) (*it)();
+  return 0;
+}
 
 // Objects per population: CAIRN_SUITE_POPULATION (the runner sets it),
 // default 1M.
