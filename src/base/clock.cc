@@ -3,6 +3,7 @@
 #include "cairn/base/clock.h"
 
 #include <chrono>
+#include <new>
 
 CAIRN_NAMESPACE_BEGIN
 namespace {
@@ -18,9 +19,13 @@ class SteadyClock final : public Clock {
 
 }  // namespace
 
+// Never destroyed: a host's static objects (a global directory and its epoch
+// domain) read the clock from their destructors at exit, after a function-local
+// static would already be gone. ClockTest's ReadsClockAtExit checks this.
 const Clock* Clock::Steady() noexcept {
-  static const SteadyClock clock;
-  return &clock;
+  alignas(SteadyClock) static unsigned char storage[sizeof(SteadyClock)];
+  static const SteadyClock* const clock = new (storage) SteadyClock();
+  return clock;
 }
 
 CAIRN_NAMESPACE_END
