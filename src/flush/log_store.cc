@@ -818,10 +818,26 @@ void LogStore::ReleaseFlushedBlocks() {
 
 Status LogStore::FlushLocked(FlushReport* report) {
   std::vector<FlushedBatch> batches;
-  Status s = FlushIo(&batches, report);
-  RunPasses(batches, report);
+  FlushReport local;
+  Status s = FlushIo(&batches, &local);
+  RunPasses(batches, &local);
   ReleaseFlushedBlocks();
+  AddReport(totals_, local);
+  if (report != nullptr) AddReport(*report, local);
   return s;
+}
+
+void LogStore::AddReport(FlushReport& into, const FlushReport& r) {
+  into.blocks_written += r.blocks_written;
+  into.bytes_written += r.bytes_written;
+  into.io_nanos += r.io_nanos;
+  into.pass_nanos += r.pass_nanos;
+  into.pass.Add(r.pass);
+}
+
+FlushReport LogStore::FlushTotals() {
+  MutexLock flush_lock(&flush_mu_);
+  return totals_;
 }
 
 Status LogStore::Flush(FlushReport* report) {
@@ -834,8 +850,9 @@ Status LogStore::Flush(FlushReport* report) {
 
 Status LogStore::CheckpointLocked() {
   std::vector<FlushedBatch> batches;
+  FlushReport local;
   LockAllPartitions();
-  Status s = FlushIo(&batches, nullptr);
+  Status s = FlushIo(&batches, &local);
   if (s.ok()) {
     std::uint64_t block;
     std::uint32_t offset;
@@ -847,8 +864,9 @@ Status LogStore::CheckpointLocked() {
     s = WriteCheckpoint(block, offset);
   }
   UnlockAllPartitions();
-  RunPasses(batches, nullptr);
+  RunPasses(batches, &local);
   ReleaseFlushedBlocks();
+  AddReport(totals_, local);
   return s;
 }
 

@@ -107,6 +107,16 @@ TEST(LogStoreTest, ManyBlocksBothModes) {
       EXPECT_EQ(GetOr(*store, 0, k), v);
       EXPECT_EQ(store->IndexSaysDurable(0, k), mode == FlushMode::kReceipts);
     }
+    // Watermark mode runs no pass: it touches no index entry.
+    const FlushReport totals = store->FlushTotals();
+    EXPECT_GT(totals.blocks_written, 5u);
+    if (mode == FlushMode::kReceipts) {
+      EXPECT_GT(totals.pass.marked, 0u);
+    } else {
+      EXPECT_EQ(totals.pass.marked + totals.pass.superseded + totals.pass.stale,
+                0u);
+      EXPECT_EQ(totals.pass_nanos, 0u);
+    }
   }
 }
 
@@ -189,6 +199,7 @@ TEST(LogStoreTest, FlushDbDetachesAndStaleReceiptsAreSkipped) {
   ASSERT_TRUE(store->Flush(&report).ok());
   EXPECT_EQ(report.pass.stale, 100u);
   EXPECT_EQ(report.pass.marked, 100u);
+  EXPECT_EQ(store->FlushTotals().pass.stale, 100u);
   EXPECT_EQ(GetOr(*store, 1, "x5"), "<absent>");
   EXPECT_EQ(GetOr(*store, 2, "x5"), "w");
 }

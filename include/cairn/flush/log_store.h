@@ -150,6 +150,10 @@ class LogStore {
   // except Get return kFailedPrecondition.
   Status Close();
 
+  // What every flush since Open did, summed (explicit, back-pressure,
+  // checkpoint and close flushes). Waits for a flush in progress.
+  FlushReport FlushTotals() CAIRN_EXCLUDES(flush_mu_);
+
   const LogStoreRecovery& recovery() const noexcept { return recovery_; }
   const LogStoreOptions& options() const noexcept { return options_; }
   std::size_t block_bytes() const noexcept { return log_->block_bytes(); }
@@ -205,6 +209,7 @@ class LogStore {
   void RunPasses(std::vector<FlushedBatch>& batches, FlushReport* report)
       CAIRN_REQUIRES(flush_mu_);
   void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
+  static void AddReport(FlushReport& into, const FlushReport& r);
   Status FlushLocked(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
   Status CheckpointLocked() CAIRN_REQUIRES(flush_mu_);
   void LockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
@@ -218,6 +223,7 @@ class LogStore {
 
   Mutex flush_mu_ CAIRN_ACQUIRED_BEFORE(log_mu_);
   Mutex log_mu_;
+  FlushReport totals_ CAIRN_GUARDED_BY(flush_mu_);
   // Blocks not yet released, oldest first; the last is being filled.
   std::deque<std::unique_ptr<PendingBlock>> blocks_ CAIRN_GUARDED_BY(log_mu_);
   std::vector<std::unique_ptr<LogBlockBuffer>> spare_buffers_
