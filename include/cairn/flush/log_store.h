@@ -147,7 +147,9 @@ class LogStore {
   // directory fsync) while writers wait.
   Status Checkpoint();
   // Flush and, if options.checkpoint_on_close, Checkpoint; later calls
-  // except Get return kFailedPrecondition.
+  // except Get return kFailedPrecondition. The host stops its writers
+  // first: a Set that races with Close may return OK after the last flush
+  // and so never become durable. A second Close returns OK.
   Status Close();
 
   // What every flush since Open did, summed (explicit, back-pressure,
