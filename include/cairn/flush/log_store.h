@@ -183,6 +183,7 @@ class LogStore {
 
   Status Recover();
   Status LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset);
+  Status CheckTailIsEmpty(std::uint64_t block);
   Status ReplayBlock(std::uint64_t block, std::uint32_t from,
                      std::uint32_t* used);
   Status ApplyReplayed(const LogRecordView& record, RecordLocation loc);
