@@ -227,6 +227,7 @@ void ReportLatency(benchmark::State& state,
 void RunSet(benchmark::State& state, const std::string& mode,
             std::size_t keys) {
   X5World& world = Store(mode, keys);
+  const cairn::FlushReport before = world.store->FlushTotals();
   std::mt19937_64 rng(7);
   std::string value(1024, 'x');
   std::vector<std::uint32_t> samples;
@@ -243,6 +244,17 @@ void RunSet(benchmark::State& state, const std::string& mode,
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
   ReportLatency(state, samples);
+  // Where the flushes' time went: I/O (write + fdatasync) vs receipt pass.
+  const cairn::FlushReport after = world.store->FlushTotals();
+  const double blocks =
+      static_cast<double>(after.blocks_written - before.blocks_written);
+  const double io = static_cast<double>(after.io_nanos - before.io_nanos);
+  const double pass = static_cast<double>(after.pass_nanos - before.pass_nanos);
+  if (blocks > 0) {
+    state.counters["flush_io_ns_per_block"] = io / blocks;
+    state.counters["pass_ns_per_block"] = pass / blocks;
+    state.counters["pass_share"] = pass / (io + pass);
+  }
 }
 
 void RunGet(benchmark::State& state, const std::string& mode,

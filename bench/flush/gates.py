@@ -73,6 +73,10 @@ def run(ctx):
             name = f"BM_FlushX5{op}/{mode}/{keys}/real_time"
             x5[(op, mode)] = (ctx.median(runs, name), ctx.median(runs, name, field="p99_ns"),
                               ctx.median(runs, name, field="p9999_ns"))
+    share = {mode: ctx.median(runs, f"BM_FlushX5Set/{mode}/{keys}/real_time", field="pass_share")
+             for mode in ("off", "on")}
+    io_block = ctx.median(runs, f"BM_FlushX5Set/off/{keys}/real_time",
+                          field="flush_io_ns_per_block")
     for op in ("Set", "Get"):
         off, on, wm = x5[(op, "off")], x5[(op, "on")], x5[(op, "watermark")]
         ctx.progress(f"X5 {op}: off {off[0]/1e3:.1f}k/s p99 {off[1]/1e3:.1f} us; on "
@@ -85,5 +89,8 @@ def run(ctx):
             note=(f"on {on[0]/1e3:.1f}k ops/s, off {off[0]/1e3:.1f}k; p99 on {on[1]/1e3:.1f} us, "
                   f"off {off[1]/1e3:.1f} us; p99.99 on {on[2]/1e3:.0f} us, off {off[2]/1e3:.0f} us; "
                   f"watermark mode {wm[0]/1e3:.1f}k ops/s ({_fmt(wm[0] / off[0])} of off), "
-                  f"p99 {wm[1]/1e3:.1f} us, p99.99 {wm[2]/1e3:.0f} us"))))
+                  f"p99 {wm[1]/1e3:.1f} us, p99.99 {wm[2]/1e3:.0f} us"
+                  + (f"; receipt pass share of flush time: off {share['off']:.1%}, on "
+                     f"{share['on']:.1%}; flush I/O {io_block/1e6:.1f} ms per FlushBlock"
+                     if op == "Set" else "")))))
     return records

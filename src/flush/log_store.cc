@@ -215,6 +215,11 @@ Status LogStore::Recover() {
       return DataLossError("block " + std::to_string(block) +
                            " ends before the checkpoint position");
     }
+    if (block > start_block || (block > 0 && start_offset == 0)) {
+      // A block before this one is complete: bytes past its boundary would
+      // be durable data its (damaged) newer header no longer covers.
+      CAIRN_RETURN_IF_ERROR(CheckTailIsEmpty(block - 1));
+    }
     std::uint32_t used = 0;
     CAIRN_RETURN_IF_ERROR(ReplayBlock(block, from, &used));
     ++recovery_.blocks_replayed;
@@ -249,6 +254,33 @@ Status LogStore::Recover() {
   pending->buffer = std::make_unique<LogBlockBuffer>(block, log_->data_bytes());
   if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
   blocks_.push_back(std::move(pending));
+  return Status();
+}
+
+Status LogStore::CheckTailIsEmpty(std::uint64_t block) {
+  auto header = log_->ReadHeader(block);
+  if (!header.ok()) return header.status();
+  auto file_bytes = log_->FileBytes();
+  if (!file_bytes.ok()) return file_bytes.status();
+  const std::uint64_t data_begin =
+      log_->BlockOffset(block) + kLogBlockDataOffset;
+  const std::uint64_t tail_begin = data_begin + header->used_bytes;
+  const std::uint64_t tail_end =
+      std::min<std::uint64_t>(data_begin + log_->data_bytes(), *file_bytes);
+  std::string chunk;
+  for (std::uint64_t at = tail_begin; at < tail_end;) {
+    const std::size_t n = static_cast<std::size_t>(
+        std::min<std::uint64_t>(tail_end - at, 1 << 20));
+    chunk.resize(n);
+    CAIRN_RETURN_IF_ERROR(log_->ReadData(
+        block, static_cast<std::uint32_t>(at - data_begin), n, chunk.data()));
+    if (chunk.find_first_not_of('\0') != std::string::npos) {
+      return DataLossError("block " + std::to_string(block) +
+                           " holds data past its durable boundary and later "
+                           "blocks follow: its newer header is damaged");
+    }
+    at += n;
+  }
   return Status();
 }
 
@@ -818,10 +850,26 @@ void LogStore::ReleaseFlushedBlocks() {
 
 Status LogStore::FlushLocked(FlushReport* report) {
   std::vector<FlushedBatch> batches;
-  Status s = FlushIo(&batches, report);
-  RunPasses(batches, report);
+  FlushReport local;
+  Status s = FlushIo(&batches, &local);
+  RunPasses(batches, &local);
   ReleaseFlushedBlocks();
+  AddReport(totals_, local);
+  if (report != nullptr) AddReport(*report, local);
   return s;
+}
+
+void LogStore::AddReport(FlushReport& into, const FlushReport& r) {
+  into.blocks_written += r.blocks_written;
+  into.bytes_written += r.bytes_written;
+  into.io_nanos += r.io_nanos;
+  into.pass_nanos += r.pass_nanos;
+  into.pass.Add(r.pass);
+}
+
+FlushReport LogStore::FlushTotals() {
+  MutexLock flush_lock(&flush_mu_);
+  return totals_;
 }
 
 Status LogStore::Flush(FlushReport* report) {
@@ -834,8 +882,9 @@ Status LogStore::Flush(FlushReport* report) {
 
 Status LogStore::CheckpointLocked() {
   std::vector<FlushedBatch> batches;
+  FlushReport local;
   LockAllPartitions();
-  Status s = FlushIo(&batches, nullptr);
+  Status s = FlushIo(&batches, &local);
   if (s.ok()) {
     std::uint64_t block;
     std::uint32_t offset;
@@ -847,8 +896,9 @@ Status LogStore::CheckpointLocked() {
     s = WriteCheckpoint(block, offset);
   }
   UnlockAllPartitions();
-  RunPasses(batches, nullptr);
+  RunPasses(batches, &local);
   ReleaseFlushedBlocks();
+  AddReport(totals_, local);
   return s;
 }
 

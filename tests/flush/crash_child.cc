@@ -6,7 +6,10 @@
 // The parent kills it with SIGKILL at a random moment.
 //   flush_crash_child <dir> <seed> <ack_fd> <receipts|watermark> <sync 0|1>
 
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +20,8 @@
 #include "flush/crash_ops.h"
 
 int main(int argc, char** argv) {
+  // Dies with the test that started it, whatever happens to that test.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (argc != 6) {
     std::fprintf(stderr, "usage: %s dir seed ack_fd mode sync\n", argv[0]);
     return 2;

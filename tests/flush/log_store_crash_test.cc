@@ -148,6 +148,17 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
       _exit(127);
     }
     ::close(fds[1]);
+    // However this round ends, the child does not outlive it.
+    struct ChildGuard {
+      pid_t pid;
+      bool reaped = false;
+      ~ChildGuard() {
+        if (reaped) return;
+        ::kill(pid, SIGKILL);
+        int ignored;
+        ::waitpid(pid, &ignored, 0);
+      }
+    } guard{pid};
     // Let it run a random while (often mid-flush), then kill it. Most
     // rounds first wait for its first acknowledged flush, so that slow
     // (sanitizer) builds make progress too; every fourth round may kill
@@ -163,6 +174,7 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int wstatus = 0;
     ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+    guard.reaped = true;
     ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
         << "the child failed on its own, status " << wstatus;
     std::uint64_t ack;

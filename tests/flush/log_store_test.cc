@@ -107,6 +107,16 @@ TEST(LogStoreTest, ManyBlocksBothModes) {
       EXPECT_EQ(GetOr(*store, 0, k), v);
       EXPECT_EQ(store->IndexSaysDurable(0, k), mode == FlushMode::kReceipts);
     }
+    // Watermark mode runs no pass: it touches no index entry.
+    const FlushReport totals = store->FlushTotals();
+    EXPECT_GT(totals.blocks_written, 5u);
+    if (mode == FlushMode::kReceipts) {
+      EXPECT_GT(totals.pass.marked, 0u);
+    } else {
+      EXPECT_EQ(totals.pass.marked + totals.pass.superseded + totals.pass.stale,
+                0u);
+      EXPECT_EQ(totals.pass_nanos, 0u);
+    }
   }
 }
 
@@ -189,6 +199,7 @@ TEST(LogStoreTest, FlushDbDetachesAndStaleReceiptsAreSkipped) {
   ASSERT_TRUE(store->Flush(&report).ok());
   EXPECT_EQ(report.pass.stale, 100u);
   EXPECT_EQ(report.pass.marked, 100u);
+  EXPECT_EQ(store->FlushTotals().pass.stale, 100u);
   EXPECT_EQ(GetOr(*store, 1, "x5"), "<absent>");
   EXPECT_EQ(GetOr(*store, 2, "x5"), "w");
 }
@@ -259,6 +270,51 @@ TEST(LogStoreTest, X10CorruptDurableRecordFailsOpenAndChangesNothing) {
   auto store = LogStore::Open(dir.path(), o);
   EXPECT_EQ(store.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(store.status().message().find("checksum"), std::string_view::npos)
+      << store.status().message();
+  EXPECT_EQ(ReadWholeFile(log), bytes);
+}
+
+// X10: a damaged newer header of a block that later blocks follow is not
+// a torn tail (only the last flush can tear): falling back to the older
+// slot would drop durable records silently, so Open fails with kDataLoss.
+// Planted bug: skipping CheckTailIsEmpty makes Open succeed without "a".
+TEST(LogStoreTest, X10DamagedHeaderOfAnEarlierBlockIsDataLoss) {
+  ScratchDir dir;
+  LogStoreOptions o = Small();
+  o.checkpoint_on_close = false;
+  {
+    auto store = MustOpen(dir.path(), o);
+    ASSERT_TRUE(store->Set(0, "first", "1").ok());
+    ASSERT_TRUE(store->Flush().ok());
+    ASSERT_TRUE(store->Set(0, "a", "2").ok());
+    ASSERT_TRUE(store->Flush().ok());
+    for (int i = 0; i < 100; ++i) {  // seals block 0, fills block 1
+      ASSERT_TRUE(
+          store->Set(1, "fill" + std::to_string(i), Value(i, 1000)).ok());
+    }
+    ASSERT_TRUE(store->Flush().ok());
+  }
+  const std::string log = dir.File("log");
+  std::string bytes = ReadWholeFile(log);
+  // Damage block 0's newest header slot.
+  std::uint32_t best_sequence = 0;
+  std::size_t best_slot = 0;
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    LogBlockHeader h;
+    const std::size_t at = kLogFileHeaderBytes + slot * kLogHeaderSlotBytes;
+    if (DecodeLogBlockHeader(
+            std::span<const char>(bytes.data() + at, kLogHeaderSlotBytes),
+            &h) == LogSlotState::kValid &&
+        h.sequence > best_sequence) {
+      best_sequence = h.sequence;
+      best_slot = slot;
+    }
+  }
+  ASSERT_GE(best_sequence, 2u);
+  bytes[kLogFileHeaderBytes + best_slot * kLogHeaderSlotBytes + 20] ^= 0x08;
+  WriteWholeFile(log, bytes);
+  auto store = LogStore::Open(dir.path(), o);
+  EXPECT_EQ(store.status().code(), StatusCode::kDataLoss)
       << store.status().message();
   EXPECT_EQ(ReadWholeFile(log), bytes);
 }

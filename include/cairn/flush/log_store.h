@@ -147,8 +147,14 @@ class LogStore {
   // directory fsync) while writers wait.
   Status Checkpoint();
   // Flush and, if options.checkpoint_on_close, Checkpoint; later calls
-  // except Get return kFailedPrecondition.
+  // except Get return kFailedPrecondition. The host stops its writers
+  // first: a Set that races with Close may return OK after the last flush
+  // and so never become durable. A second Close returns OK.
   Status Close();
+
+  // What every flush since Open did, summed (explicit, back-pressure,
+  // checkpoint and close flushes). Waits for a flush in progress.
+  FlushReport FlushTotals() CAIRN_EXCLUDES(flush_mu_);
 
   const LogStoreRecovery& recovery() const noexcept { return recovery_; }
   const LogStoreOptions& options() const noexcept { return options_; }
@@ -177,6 +183,7 @@ class LogStore {
 
   Status Recover();
   Status LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset);
+  Status CheckTailIsEmpty(std::uint64_t block);
   Status ReplayBlock(std::uint64_t block, std::uint32_t from,
                      std::uint32_t* used);
   Status ApplyReplayed(const LogRecordView& record, RecordLocation loc);
@@ -205,6 +212,7 @@ class LogStore {
   void RunPasses(std::vector<FlushedBatch>& batches, FlushReport* report)
       CAIRN_REQUIRES(flush_mu_);
   void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
+  static void AddReport(FlushReport& into, const FlushReport& r);
   Status FlushLocked(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
   Status CheckpointLocked() CAIRN_REQUIRES(flush_mu_);
   void LockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
@@ -218,6 +226,7 @@ class LogStore {
 
   Mutex flush_mu_ CAIRN_ACQUIRED_BEFORE(log_mu_);
   Mutex log_mu_;
+  FlushReport totals_ CAIRN_GUARDED_BY(flush_mu_);
   // Blocks not yet released, oldest first; the last is being filled.
   std::deque<std::unique_ptr<PendingBlock>> blocks_ CAIRN_GUARDED_BY(log_mu_);
   std::vector<std::unique_ptr<LogBlockBuffer>> spare_buffers_
