@@ -59,23 +59,46 @@ class alignas(64) BucketSnapshot {
   std::size_t bytes() const noexcept { return bytes_; }
   bool empty() const noexcept { return size_ == 0; }
 
-  // The slot routing `key`, or null. Pure reads of immutable memory.
+  // The slot routing `key`, or null. Pure reads of immutable memory. On a
+  // hash match the entry's line is prefetched before the key bytes are
+  // compared, so the two misses overlap (the caller locks the entry next).
   const Slot* Find(std::uint64_t hash, std::string_view key) const noexcept {
     if (size_ == 0) return nullptr;
     for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
       const Slot& slot = slots()[i];
       if (slot.entry == nullptr) return nullptr;
-      if (slot.hash == hash && slot.key_size == key.size() &&
-          std::memcmp(blob() + slot.key_offset, key.data(), key.size()) == 0) {
-        return &slot;
+      if (slot.hash == hash) {
+        __builtin_prefetch(slot.entry, 1, 3);
+        __builtin_prefetch(reinterpret_cast<const char*>(slot.entry) + 64, 1,
+                           3);
+        if (KeyEquals(slot, key)) return &slot;
       }
     }
   }
 
-  // Hint: the first probe slot of `hash` (and, for long keys, what follows).
-  void Prefetch(std::uint64_t hash) const noexcept {
-    if (size_ == 0) return;
-    __builtin_prefetch(&slots()[ProbeStart(hash)], 0, 3);
+  // The first slot whose stored hash equals `hash` (a candidate: its key is
+  // not compared), or null. Reads the header and slot lines only.
+  const Slot* FindHash(std::uint64_t hash) const noexcept {
+    if (size_ == 0) return nullptr;
+    for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
+      const Slot& slot = slots()[i];
+      if (slot.entry == nullptr) return nullptr;
+      if (slot.hash == hash) return &slot;
+    }
+  }
+
+  bool KeyEquals(const Slot& slot, std::string_view key) const noexcept {
+    return slot.key_size == key.size() &&
+           std::memcmp(blob() + slot.key_offset, key.data(), key.size()) == 0;
+  }
+
+  // Hints for a staged lookup: the key bytes of a candidate slot, and the
+  // first two lines of the entry it routes, for writing: the caller takes
+  // the entry's lock next (ObjectEntry's lock starts in its second line).
+  void PrefetchCandidate(const Slot& slot) const noexcept {
+    __builtin_prefetch(blob() + slot.key_offset, 0, 3);
+    __builtin_prefetch(slot.entry, 1, 3);
+    __builtin_prefetch(reinterpret_cast<const char*>(slot.entry) + 64, 1, 3);
   }
 
   const Owner& owner(const Slot* slot) const noexcept {
