@@ -90,7 +90,8 @@ def churn(ctx):
 
     records = []
     for n in sizes:
-        gate_id = "route.W5.churn" if n == 1_000_000 else f"route.W5.churn_{n // 1000}k"
+        label = f"{n // 1_000_000}m" if n >= 1_000_000 else f"{n // 1000}k"
+        gate_id = "route.W5.churn" if n == 1_000_000 else f"route.W5.churn_{label}"
         records.append(ctx.gate(
             gate_id, f"W5 create+delete, {n:,} objects", THREADS, n, "epoch", "shard",
             med("epoch", n), med("shard", n), "ops/s", higher_is_better=True,
