@@ -90,12 +90,16 @@ def churn(ctx):
 
     records = []
     for n in sizes:
-        gate_id = "route.W5.churn" if n == 1_000_000 else f"route.W5.churn_{n // 1000}k"
-        records.append(ctx.gate(
+        label = f"{n // 1_000_000}m" if n >= 1_000_000 else f"{n // 1000}k"
+        gate_id = "route.W5.churn" if n == 1_000_000 else f"route.W5.churn_{label}"
+        record = ctx.gate(
             gate_id, f"W5 create+delete, {n:,} objects", THREADS, n, "epoch", "shard",
             med("epoch", n), med("shard", n), "ops/s", higher_is_better=True,
-            goal_value=0.7 if n == 1_000_000 else 0.0,
-            criterion="report (RFC)", note=describe(n)))
+            goal_value=0.7, criterion="report (RFC)", note=describe(n))
+        if n != 1_000_000:  # only the 1M ratio is a goal; the others are figures
+            record["verdict"] = "report"
+            record["goal"] = "report"
+        records.append(record)
     largest = sizes[-1]
     records.append(ctx.gate(
         "route.W5.copy_growth",

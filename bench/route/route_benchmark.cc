@@ -163,6 +163,21 @@ struct EpochUnstagedImpl : EpochImpl {
   }
 };
 
+// The staged batch loop with another window (the sweep behind
+// ObjectRouteIndex::kBatchWindow).
+template <std::size_t kWindow>
+struct EpochWindowImpl : EpochImpl {
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    route_internal::ObjectRouteIndexTestPeer::WithEntriesWindow<kWindow>(
+        route, keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+  }
+  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+    route_internal::ObjectRouteIndexTestPeer::WithEntriesWindow<kWindow>(
+        route, keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+  }
+};
+
 struct ShardImpl {
   static constexpr const char* kName = "shard";
   bench::ShardRoute<BenchEntry> route;
@@ -472,6 +487,8 @@ CAIRN_ROUTE_BENCH(W1, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W1, ShardImpl, "shard");
 CAIRN_ROUTE_BENCH(W2, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W2, EpochUnstagedImpl, "epoch_unstaged");
+CAIRN_ROUTE_BENCH(W2, EpochWindowImpl<8>, "epoch_window8");
+CAIRN_ROUTE_BENCH(W2, EpochWindowImpl<16>, "epoch_window16");
 CAIRN_ROUTE_BENCH(W2, ShardImpl, "shard");
 CAIRN_ROUTE_BENCH(W3, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W3, ShardImpl, "shard");

@@ -69,7 +69,7 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
   });
   while (!inside.load()) std::this_thread::yield();
 
-  int created = 0, busy = 0;
+  int created = 0, busy = 0, kept = 0;
   const auto end = std::chrono::steady_clock::now() + milliseconds(150);
   for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
     const std::string key = testing::Key("churn", i);
@@ -82,7 +82,14 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
     }
     ++created;
     Status erased = dir->Erase(key, EraseOptions{.force = true});
-    EXPECT_TRUE(erased.ok()) << erased.ToString();
+    if (!erased.ok()) {
+      // An unlink retires more than a publish (the snapshot plus the
+      // entry's record), so the cap can admit a create and refuse its erase.
+      EXPECT_EQ(erased.code(), StatusCode::kResourceExhausted)
+          << erased.ToString();
+      ++busy;
+      ++kept;
+    }
     EXPECT_LE(domain.Diagnostics().retired_bytes,
               epoch_options.retired_bytes_cap);
   }
@@ -107,8 +114,8 @@ TEST(RouteReclamationTest, StalledBatchReaderIsBoundedReportedAndDrained) {
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(dir->Diagnostics().pending_unlinks, 0u);
   EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
-  EXPECT_EQ(dir->object_count(), 17u);
-  EXPECT_EQ(removed.load(), created);
+  EXPECT_EQ(dir->object_count(), 17u + kept);
+  EXPECT_EQ(removed.load(), created - kept);
 
   // Clean shutdown with retirements pending: retire some snapshots, then
   // destroy the directory and shut the domain down; everything is freed once.

@@ -32,6 +32,14 @@ class ObjectRouteIndexTestPeer {
     }
   }
 
+  // WithEntries with another staging window (bench/route sweeps it).
+  template <std::size_t kWindow, typename Entry, typename Fn>
+  static void WithEntriesWindow(const ObjectRouteIndex<Entry>& route,
+                                std::span<const std::string_view> keys,
+                                Fn&& fn) {
+    route.template WithEntriesStaged<kWindow>(keys, fn);
+  }
+
   // The bucket `key` hashes to (bench/route's collision workload, W3). A
   // bench baseline that exposes its own BucketIndex() is asked directly.
   template <typename Route>

@@ -59,23 +59,46 @@ class alignas(64) BucketSnapshot {
   std::size_t bytes() const noexcept { return bytes_; }
   bool empty() const noexcept { return size_ == 0; }
 
-  // The slot routing `key`, or null. Pure reads of immutable memory.
+  // The slot routing `key`, or null. Pure reads of immutable memory. On a
+  // hash match the entry's line is prefetched before the key bytes are
+  // compared, so the two misses overlap (the caller locks the entry next).
   const Slot* Find(std::uint64_t hash, std::string_view key) const noexcept {
     if (size_ == 0) return nullptr;
     for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
       const Slot& slot = slots()[i];
       if (slot.entry == nullptr) return nullptr;
-      if (slot.hash == hash && slot.key_size == key.size() &&
-          std::memcmp(blob() + slot.key_offset, key.data(), key.size()) == 0) {
-        return &slot;
+      if (slot.hash == hash) {
+        __builtin_prefetch(slot.entry, 1, 3);
+        __builtin_prefetch(reinterpret_cast<const char*>(slot.entry) + 64, 1,
+                           3);
+        if (KeyEquals(slot, key)) return &slot;
       }
     }
   }
 
-  // Hint: the first probe slot of `hash` (and, for long keys, what follows).
-  void Prefetch(std::uint64_t hash) const noexcept {
-    if (size_ == 0) return;
-    __builtin_prefetch(&slots()[ProbeStart(hash)], 0, 3);
+  // The first slot whose stored hash equals `hash` (a candidate: its key is
+  // not compared), or null. Reads the header and slot lines only.
+  const Slot* FindHash(std::uint64_t hash) const noexcept {
+    if (size_ == 0) return nullptr;
+    for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
+      const Slot& slot = slots()[i];
+      if (slot.entry == nullptr) return nullptr;
+      if (slot.hash == hash) return &slot;
+    }
+  }
+
+  bool KeyEquals(const Slot& slot, std::string_view key) const noexcept {
+    return slot.key_size == key.size() &&
+           std::memcmp(blob() + slot.key_offset, key.data(), key.size()) == 0;
+  }
+
+  // Hints for a staged lookup: the key bytes of a candidate slot, and the
+  // first two lines of the entry it routes, for writing: the caller takes
+  // the entry's lock next (ObjectEntry's lock starts in its second line).
+  void PrefetchCandidate(const Slot& slot) const noexcept {
+    __builtin_prefetch(blob() + slot.key_offset, 0, 3);
+    __builtin_prefetch(slot.entry, 1, 3);
+    __builtin_prefetch(reinterpret_cast<const char*>(slot.entry) + 64, 1, 3);
   }
 
   const Owner& owner(const Slot* slot) const noexcept {
@@ -176,7 +199,7 @@ class alignas(64) BucketSnapshot {
     auto* snapshot = static_cast<BucketSnapshot*>(p);
     CAIRN_DCHECK(snapshot != &kEmpty && snapshot != &kMoved);
     delete snapshot->unlinked_;
-    ::operator delete(snapshot, std::align_val_t(alignof(BucketSnapshot)));
+    ::operator delete(reinterpret_cast<char*>(snapshot) - snapshot->pad_);
   }
 
   // For the route's destructor: frees every routed record, then the snapshot.
@@ -219,11 +242,17 @@ class alignas(64) BucketSnapshot {
     const std::uint32_t capacity = CapacityFor(n);
     BucketSnapshot probe;
     probe.mask_ = capacity - 1;
-    const std::size_t bytes = probe.BlobOffset() + key_bytes;
-    void* raw = ::operator new(bytes, std::align_val_t(alignof(BucketSnapshot)),
-                               std::nothrow);
+    // Aligned by hand from a plain allocation: glibc's aligned operator new
+    // (memalign) splits and frees the slack on every call, which measured
+    // as the largest single cost of a create+delete (BM_RouteW5).
+    const std::size_t bytes = probe.BlobOffset() + key_bytes + kAlignSlack;
+    void* raw = ::operator new(bytes, std::nothrow);
     if (raw == nullptr) return nullptr;
-    auto* s = new (raw) BucketSnapshot();
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(raw);
+    const std::uintptr_t aligned = (address + alignof(BucketSnapshot) - 1) &
+                                   ~std::uintptr_t{alignof(BucketSnapshot) - 1};
+    auto* s = new (reinterpret_cast<void*>(aligned)) BucketSnapshot();
+    s->pad_ = static_cast<std::uint32_t>(aligned - address);
     s->mask_ = capacity - 1;
     s->bytes_ = bytes;
     Slot* slots = s->slots();
@@ -256,8 +285,14 @@ class alignas(64) BucketSnapshot {
   static const BucketSnapshot kEmpty;
   static const BucketSnapshot kMoved;
 
+  // What a hand-aligned allocation may need on top of its bytes
+  // (operator new returns at least 16-byte aligned memory).
+  static constexpr std::size_t kAlignSlack =
+      alignof(BucketSnapshot) - __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+
   std::uint32_t mask_ = 0;  // capacity - 1 (capacity is a power of two)
   std::uint32_t size_ = 0;
+  std::uint32_t pad_ = 0;  // bytes before `this` in its allocation
   std::size_t key_bytes_ = 0;
   std::size_t bytes_ = 0;
   mutable Record* unlinked_ = nullptr;  // writer-only, see AdoptUnlinked()
