@@ -420,6 +420,134 @@ class GroupDirectory {
   // The account this directory charges; null without quota.
   QuotaAccount* quota() const noexcept { return options_.quota; }
 
+  // ---- eviction hooks (V1-V5; the kernel is cairn/directory/eviction.h) ----
+
+  // An object the eviction commit removed. The payload was moved out under
+  // the object's exclusive lock, after the object became kRemoving, so no
+  // lookup can see the moved-from value.
+  struct Evicted {
+    ObjectToken token;
+    std::string key;
+    GroupId group = kNoGroup;
+    std::uint64_t size_bytes = 0;
+    std::uint64_t counted_bytes = 0;
+    Payload payload;
+  };
+
+  // Census: fn(const Handle&, const ObjectMetadata&) for every active
+  // object, the metadata copied under the object's shared lock without
+  // granting any lease (a census is not a read), fn called with no lock or
+  // guard held. Chunks as VisitHandles (D9). kUnavailable after shutdown.
+  template <typename Fn>
+  Status Census(Fn&& fn, std::size_t chunk = 0) const {
+    return VisitHandles(
+        [&](std::span<const Handle> handles) {
+          for (const Handle& h : handles) {
+            ObjectMetadata m;
+            bool active = false;
+            {
+              ReaderLock lock(&h->mu_);
+              active = h->active_locked();
+              if (active) m = View(*h.get(), clock_).metadata();
+            }
+            if (active) fn(h, m);
+          }
+        },
+        chunk);
+  }
+
+  // The eviction kernel's revalidating commit for one ranked candidate
+  // (V1, V2, V4, V5). For a member, its whole group is the unit: the group
+  // lock, then every member exclusively in ascending key order (L2). Every
+  // member must still be kActive with an expired lease, no hard pin, no
+  // soft pin unless `allow_soft_pinned`, and no in-flight task; the
+  // candidate must still be routed as itself and still have
+  // `census_version`. Then, with the locks held, every member's charge is
+  // released (Q2), it is marked kRemoving and its payload moved to *out;
+  // after the member locks, each route slot is matched-unlinked and the
+  // group leaves the catalog. The removal callback runs after every lock.
+  // `expected_members` (0: any) is how many members the caller offered
+  // for offload; a group that has another count now is not evicted.
+  // Returns kOk (evicted, appended to *out), kAborted (changed or not
+  // evictable now: the caller moves on to later candidates), kNotFound
+  // (already gone), kUnavailable (shut down). Not for use inside a callback.
+  StatusCode EvictIfUnchanged(const Handle& candidate,
+                              std::uint64_t census_version,
+                              bool allow_soft_pinned, std::vector<Evicted>* out,
+                              std::size_t expected_members = 0) {
+    if (is_shut_down()) return StatusCode::kUnavailable;
+    if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
+    Entry* c = candidate.get();
+    Group* group = c->group();
+    const std::int64_t now = clock_->NowNanos();
+    std::vector<Removal> removals;
+    WriteBudget none;
+    if (group == nullptr) {
+      {
+        WriterLock lock(&c->mu_);
+        if (!c->active_locked()) return StatusCode::kNotFound;
+        if (c->version_.load(std::memory_order_relaxed) != census_version ||
+            !Evictable(c, now, allow_soft_pinned) || !StillRouted(c) ||
+            !ReleaseLedger(c).ok()) {
+          return StatusCode::kAborted;
+        }
+        removals.push_back(MakeRemoval(candidate.owner()));
+        out->push_back(MoveOut(c));
+        c->SetLifecycle(Lifecycle::kRemoving);
+      }
+      Unlink(candidate.owner(), &none);  // after the object lock (L3)
+      objects_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      const std::shared_ptr<Group> owner_of_group(candidate.owner(), group);
+      MutexLock group_lock(&group->mu_);
+      if (!group->active_locked()) return StatusCode::kNotFound;
+      std::vector<Entry*> members;
+      members.reserve(group->live_.size());
+      for (const auto& m : group->live_) members.push_back(m.entry);
+      std::sort(
+          members.begin(), members.end(),
+          [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+      for (Entry* e : members) LockObject(e);
+      bool ok =
+          (expected_members == 0 || expected_members == members.size()) &&
+          c->lifecycle_.load(std::memory_order_relaxed) == Lifecycle::kActive &&
+          c->version_.load(std::memory_order_relaxed) == census_version &&
+          StillRouted(c);
+      for (Entry* e : members) {
+        if (!ok) break;
+        ok = Evictable(e, now, allow_soft_pinned);
+      }
+      if (ok) {
+        std::uint64_t charged = 0;
+        for (Entry* e : members) charged += ChargedBytes(e);
+        ok = RefundQuota(charged).ok();
+      }
+      if (ok) {
+        removals.reserve(members.size());
+        for (Entry* e : members) {
+          MarkLedgerReleased(e);
+          removals.push_back(MakeRemoval(Owner(owner_of_group, e)));
+          out->push_back(MoveOut(e));
+          MarkRemoving(e);
+        }
+      }
+      for (auto it = members.rbegin(); it != members.rend(); ++it) {
+        UnlockObject(*it);
+      }
+      if (!ok) return StatusCode::kAborted;
+      // V1: the whole group leaves together.
+      group->SetLifecycle(Lifecycle::kRemoving);
+      for (Removal& r : removals) Unlink(r.owner, &none);
+      group->live_.clear();
+      RetireFromCatalog(group);
+      objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
+      groups_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    route_.ReclaimIfDue();
+    for (Removal& r : removals) RunRemovedCallback(r);
+    return StatusCode::kOk;
+  }
+
  private:
   Result<Handle> CreateWithBudget(std::string_view key,
                                   const CreateOptions& options,
@@ -811,6 +939,8 @@ class GroupDirectory {
   TenantInstanceId tenant_instance() const noexcept {
     return options_.tenant_instance;
   }
+  // The injected clock (P5).
+  const Clock* clock() const noexcept { return clock_; }
 
  private:
   friend class directory_internal::GroupDirectoryTestPeer;
@@ -1071,6 +1201,43 @@ class GroupDirectory {
       }
     }
     return Status::Ok();
+  }
+
+  // ---- eviction revalidation (V2, V4, P3, P4) ----
+
+  // Caller holds e's lock exclusively.
+  bool Evictable(const Entry* e, std::int64_t now,
+                 bool allow_soft_pinned) const {
+    e->mu_.AssertHeld();
+    if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kActive ||
+        e->hard_pinned() || e->tasks_ != 0) {
+      return false;
+    }
+    const std::int64_t lease =
+        e->group() == nullptr
+            ? e->lease_deadline_.load(std::memory_order_relaxed)
+            : e->group()->lease_deadline_.load(std::memory_order_relaxed);
+    if (lease > now) return false;
+    return allow_soft_pinned || e->soft_pin_deadline_ <= now;
+  }
+  // Identity: the key still routes to this very entry.
+  bool StillRouted(const Entry* e) const {
+    bool same = false;
+    route_.WithEntry(e->key(), [&](Entry* routed) { same = routed == e; });
+    return same;
+  }
+  // Caller holds e's lock exclusively and has marked it (or is marking it)
+  // removed: nothing can reach the payload any more.
+  Evicted MoveOut(Entry* e) {
+    e->mu_.AssertHeld();
+    Evicted x;
+    x.token = e->token();
+    x.key = std::string(e->key());
+    x.group = e->group() == nullptr ? kNoGroup : e->group()->id();
+    x.size_bytes = e->size_bytes_;
+    x.counted_bytes = e->counted_bytes();
+    x.payload = std::move(e->payload_);
+    return x;
   }
 
   // ---- quota ledger (Q1-Q3) ----

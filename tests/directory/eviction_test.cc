@@ -1,0 +1,343 @@
+// Copyright 2026 The cairn Authors.
+//
+// The eviction kernel (V1-V5) and its policies.
+
+#include "cairn/directory/eviction.h"
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/base/clock.h"
+#include "directory/directory_testing.h"
+
+namespace cairn {
+namespace {
+
+using testing::Key;
+using testing::TestPayload;
+using Dir = GroupDirectory<TestPayload>;
+using Handle = ObjectHandle<TestPayload>;
+using Kernel = Evictor<TestPayload>;
+using Access = ObjectAccess<TestPayload>;
+using Registry = TenantRegistry<TestPayload>;
+
+struct Fixture {
+  Fixture() {
+    DirectoryOptions o;
+    o.clock = &clock;
+    o.quota = &quota;
+    o.route.bucket_count = 64;
+    o.on_removed = [this](const RemovedObject& r) {
+      removed.push_back(r.token);
+    };
+    dir = std::make_unique<Dir>(o);
+  }
+  Handle Make(std::string_view key, std::uint64_t bytes,
+              std::chrono::nanoseconds lease = {}, std::string_view group = {},
+              std::int64_t value = 0) {
+    CreateOptions c;
+    c.size_bytes = bytes;
+    c.counted_bytes = bytes;
+    c.lease_ttl = lease;
+    c.group = group;
+    Result<Handle> h = dir->Create(key, c, TestPayload{value, bytes, 0});
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    return h.ok() ? h.value() : Handle();
+  }
+  bool Present(std::string_view key) { return dir->Pin(key).ok(); }
+  EvictionResult Evict(Kernel& k, std::uint64_t target,
+                       std::uint64_t lower = 0) {
+    Dir* d = dir.get();
+    return k.Evict(std::span<Dir* const>(&d, 1), target, lower,
+                   Kernel::Measure::kSizeBytes);
+  }
+
+  ManualClock clock;
+  QuotaAccount quota;
+  std::vector<ObjectToken> removed;
+  std::unique_ptr<Dir> dir;
+};
+
+TEST(EvictionTest, V1GroupIsEvictedWholeOrNotAtAll) {
+  Fixture f;
+  f.Make("g-a", 10, {}, "g");
+  f.Make("g-b", 10, {}, "g");
+  f.Make("g-c", 10, {}, "g");
+  // One member with an in-flight task keeps the whole group.
+  ASSERT_TRUE(f.dir
+                  ->WithObjectExclusive(
+                      "g-b", [](Access& a) { a.set_task(kTaskReplication); })
+                  .ok());
+  Kernel k;
+  EvictionResult r = f.Evict(k, 1);
+  EXPECT_EQ(r.evicted_objects, 0u);
+  EXPECT_TRUE(f.Present("g-a") && f.Present("g-b") && f.Present("g-c"));
+  ASSERT_TRUE(f.dir
+                  ->WithObjectExclusive(
+                      "g-b", [](Access& a) { a.clear_task(kTaskReplication); })
+                  .ok());
+  r = f.Evict(k, 1);  // one byte asked: the group still goes whole
+  EXPECT_EQ(r.evicted_objects, 3u);
+  EXPECT_EQ(r.evicted_groups, 1u);
+  EXPECT_EQ(r.freed_bytes, 30u);
+  EXPECT_FALSE(f.Present("g-a") || f.Present("g-b") || f.Present("g-c"));
+  EXPECT_EQ(f.dir->FindGroup("g").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(f.dir->group_count(), 0u);
+  EXPECT_EQ(f.quota.charged(), 0u);
+  EXPECT_EQ(f.removed.size(), 3u);
+  // A later join starts a fresh group.
+  f.Make("g-a", 10, {}, "g");
+  EXPECT_TRUE(f.Present("g-a"));
+
+  // A member that changes between census and commit (here: a task set
+  // while the hand-off runs, no lock held) keeps the whole group too.
+  f.Make("h-a", 10, {}, "h");
+  f.Make("h-b", 10, {}, "h");
+  Kernel::Options o;
+  Dir* dir = f.dir.get();
+  bool first = true;
+  o.offload = [&](const Handle& h) {
+    // The first member offered is the census candidate: change the other.
+    if (first && h->group() != nullptr) {
+      first = false;
+      const std::string other = h->key() == "h-a" ? "h-b" : "h-a";
+      EXPECT_TRUE(dir->WithObjectExclusive(
+                         other, [](Access& a) { a.set_task(kTaskOffload); })
+                      .ok());
+    }
+    return true;
+  };
+  Kernel racing(o);
+  r = f.Evict(racing, 1000);
+  EXPECT_TRUE(f.Present("h-a") && f.Present("h-b"));
+  EXPECT_FALSE(f.Present("g-a"));  // the fresh group g went
+}
+
+TEST(EvictionTest, V2CandidateChangedSinceCensusIsSkippedAndReplaced) {
+  Fixture f;
+  f.Make("a", 10);
+  f.Make("b", 10);
+  f.Make("c", 10);
+  Kernel::Options o;
+  bool changed = false;
+  Dir* dir = f.dir.get();
+  // The hand-off runs between census and commit with no lock held: use it
+  // to change the first candidate (a size change moves its version).
+  o.offload = [&](const Handle& h) {
+    if (!changed) {
+      changed = true;
+      EXPECT_TRUE(
+          dir->WithHandleExclusive(h, [](Access& a) { a.set_size_bytes(10); })
+              .ok());
+    }
+    return true;
+  };
+  Kernel k(o);
+  EvictionResult r = f.Evict(k, 20);
+  EXPECT_EQ(r.skipped, 1u);
+  EXPECT_EQ(r.evicted_objects, 2u);  // the goal is a minimum: 20 bytes freed
+  EXPECT_EQ(r.freed_bytes, 20u);
+  EXPECT_EQ(f.dir->object_count(), 1u);
+}
+
+TEST(EvictionTest, V3EarliestLeaseFirstSoftPinnedOnlyInSecondPass) {
+  Fixture f;
+  f.Make("late", 10, std::chrono::seconds(3));
+  f.Make("early", 10, std::chrono::seconds(1));
+  f.Make("mid", 10, std::chrono::seconds(2));
+  f.Make("pinned", 10);
+  ASSERT_TRUE(f.dir
+                  ->WithObjectExclusive("pinned",
+                                        [&](Access& a) {
+                                          a.set_soft_pin_deadline_nanos(
+                                              f.clock.NowNanos() +
+                                              1'000'000'000'000);
+                                        })
+                  .ok());
+  f.clock.Advance(std::chrono::seconds(5));
+  Kernel k;
+  EvictionResult r = f.Evict(k, 10);
+  EXPECT_EQ(r.evicted_objects, 1u);
+  EXPECT_FALSE(f.Present("early"));
+  EXPECT_TRUE(f.Present("mid") && f.Present("late"));
+  // Without permission the soft-pinned object stays even below the goal.
+  r = f.Evict(k, 100, 100);
+  EXPECT_EQ(r.evicted_objects, 2u);
+  EXPECT_FALSE(r.used_soft_pinned_pass);
+  EXPECT_TRUE(f.Present("pinned"));
+  // Allowed: only in the second pass, once unpinned ones cannot reach the
+  // lower bound.
+  f.Make("x", 10);
+  Kernel::Options o;
+  o.allow_soft_pinned = true;
+  Kernel soft(o);
+  r = f.Evict(soft, 10, 10);
+  EXPECT_FALSE(r.used_soft_pinned_pass);
+  EXPECT_FALSE(f.Present("x"));
+  EXPECT_TRUE(f.Present("pinned"));
+  r = f.Evict(soft, 10, 10);
+  EXPECT_TRUE(r.used_soft_pinned_pass);
+  EXPECT_FALSE(f.Present("pinned"));
+}
+
+TEST(EvictionTest, V4TasksBlockAndRefusedOffloadKeepsDataUnlessForced) {
+  Fixture f;
+  f.Make("busy", 10);
+  f.Make("o", 10);
+  ASSERT_TRUE(f.dir
+                  ->WithObjectExclusive(
+                      "busy", [](Access& a) { a.set_task(kTaskOffload); })
+                  .ok());
+  Kernel::Options refuse;
+  int offered = 0;
+  refuse.offload = [&](const Handle&) {
+    ++offered;
+    return false;
+  };
+  Kernel keep(refuse);
+  EvictionResult r = f.Evict(keep, 100);
+  EXPECT_EQ(r.evicted_objects, 0u);
+  EXPECT_EQ(r.offload_refused, 1u);
+  EXPECT_EQ(offered, 1);  // the busy object is never even offered
+  EXPECT_TRUE(f.Present("o") && f.Present("busy"));
+  refuse.force_evict = true;
+  Kernel force(refuse);
+  r = f.Evict(force, 100);
+  EXPECT_EQ(r.evicted_objects, 1u);
+  EXPECT_FALSE(f.Present("o"));
+  EXPECT_TRUE(f.Present("busy"));
+  // Accepted hand-off: evicted and counted as offloaded.
+  f.Make("p", 10);
+  Kernel::Options accept;
+  accept.offload = [](const Handle&) { return true; };
+  Kernel take(accept);
+  r = f.Evict(take, 10);
+  EXPECT_EQ(r.offloaded, 1u);
+  EXPECT_FALSE(f.Present("p"));
+}
+
+TEST(EvictionTest, P4LeasedAndHardPinnedObjectsAreNeverEvicted) {
+  Fixture f;
+  f.Make("leased", 10, std::chrono::seconds(10));
+  f.Make("member", 10, std::chrono::seconds(10), "g");
+  CreateOptions hard;
+  hard.size_bytes = 10;
+  hard.hard_pin = true;
+  ASSERT_TRUE(f.dir->Create("hard", hard).ok());
+  Kernel k;
+  EXPECT_EQ(f.Evict(k, 1000).evicted_objects, 0u);
+  f.clock.Advance(std::chrono::seconds(11));
+  EXPECT_EQ(f.Evict(k, 1000).evicted_objects, 2u);
+  EXPECT_TRUE(f.Present("hard"));
+}
+
+TEST(EvictionTest, ReleaseCallbackRunsOffLockWithTokensAndPayloads) {
+  Fixture f;
+  const Handle a = f.Make("a", 10, {}, {}, 41);
+  const Handle m1 = f.Make("m1", 5, {}, "g", 42);
+  const Handle m2 = f.Make("m2", 5, {}, "g", 43);
+  Kernel::Options o;
+  std::set<std::int64_t> payloads;
+  std::vector<ObjectToken> tokens;
+  Dir* dir = f.dir.get();
+  o.on_evicted = [&](std::span<Dir::Evicted> batch) {
+    for (auto& x : batch) {
+      payloads.insert(x.payload.value);
+      tokens.push_back(x.token);
+    }
+    // No cairn lock is held here: the directory accepts writes.
+    EXPECT_TRUE(dir->Create(Key("from-callback-", tokens.size())).ok());
+  };
+  Kernel k(o);
+  EvictionResult r = f.Evict(k, 20);
+  EXPECT_EQ(r.evicted_objects, 3u);
+  EXPECT_EQ(payloads, (std::set<std::int64_t>{41, 42, 43}));
+  EXPECT_EQ(tokens.size(), 3u);
+  std::set<ObjectId> ids;
+  for (auto& t : tokens) ids.insert(t.object);
+  EXPECT_EQ(ids, (std::set<ObjectId>{a.token().object, m1.token().object,
+                                     m2.token().object}));
+  EXPECT_EQ(f.removed.size(), 3u);
+  // Held handles stay valid; the instances are no longer current.
+  EXPECT_FALSE(a.is_current() || m1.is_current());
+}
+
+TEST(EvictionTest, V5QuotaEvictionTouchesOnlyItsTenantAndSharesTheCommit) {
+  Registry registry;
+  auto factory = [](std::string_view) -> Result<TenantOptions> {
+    TenantOptions t;
+    t.directory.route.bucket_count = 64;
+    return t;
+  };
+  auto a = registry.GetOrCreate("a", factory).value();
+  auto b = registry.GetOrCreate("b", factory).value();
+  for (int i = 0; i < 10; ++i) {
+    CreateOptions c;
+    c.size_bytes = c.counted_bytes = 10;
+    ASSERT_TRUE(a->directory().Create(Key("k", i), c).ok());
+    ASSERT_TRUE(b->directory().Create(Key("k", i), c).ok());
+  }
+  a->quota().set_limit(65);
+  EXPECT_EQ(a->quota().deficit(), 35u);
+  Kernel k;
+  EvictionResult r = k.RunQuotaDeficit(*a);
+  EXPECT_EQ(r.evicted_objects, 4u);
+  EXPECT_EQ(a->quota().deficit(), 0u);
+  EXPECT_EQ(a->directory().object_count(), 6u);
+  EXPECT_EQ(b->directory().object_count(), 10u);
+  EXPECT_EQ(k.RunQuotaDeficit(*b).evicted_objects, 0u);
+  // The watermark policy runs the same commit over every tenant.
+  MemoryWatermarkPolicy p;
+  p.capacity_bytes = 100;
+  p.high_watermark_ratio = 1.0;
+  p.target_ratio = 0.5;
+  p.lower_bound_ratio = 0.5;
+  Result<EvictionResult> w = k.RunWatermark(registry, p);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w.value().freed_bytes, 110u);  // 160 used, down to 50
+  EXPECT_EQ(a->directory().object_count() + b->directory().object_count(), 5u);
+  EXPECT_EQ(a->quota().charged() + b->quota().charged(), 50u);
+  // Below the high watermark nothing moves.
+  p.high_watermark_ratio = 0.9;
+  EXPECT_EQ(k.RunWatermark(registry, p).value().evicted_objects, 0u);
+}
+
+TEST(EvictionTest, WatermarkPolicyRejectsNonsenseRatios) {
+  Kernel k;
+  Registry registry;
+  auto bad = [&](MemoryWatermarkPolicy p) {
+    return k.RunWatermark(registry, p).status().code();
+  };
+  MemoryWatermarkPolicy ok;
+  ok.capacity_bytes = 100;
+  EXPECT_TRUE(k.RunWatermark(registry, ok).ok());
+  MemoryWatermarkPolicy p = ok;
+  p.capacity_bytes = 0;
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+  p = ok;
+  p.high_watermark_ratio = 1.5;
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+  p = ok;
+  p.high_watermark_ratio = 0;
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+  p = ok;
+  p.target_ratio = 0.95;  // above the lower bound
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+  p = ok;
+  p.lower_bound_ratio = 0.99;  // above the high watermark
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+  p = ok;
+  p.target_ratio = -0.1;
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+  p = ok;
+  p.target_ratio = std::nan("");
+  EXPECT_EQ(bad(p), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace cairn
