@@ -226,8 +226,11 @@ class TenantRegistry {
       return outcome.tenant;
     }
     Outcome outcome = Build(name, factory);
+    // On success Publish forgets the creation under the lock that publishes
+    // it: a Remove that follows cannot leave a finished creation behind for
+    // a later GetOrCreate to wait on and return (T2).
     if (outcome.status.ok()) outcome.status = Publish(name, outcome.tenant);
-    {
+    if (!outcome.status.ok()) {
       MutexLock lock(&mu_);
       creating_.erase(std::string(name));
     }
@@ -333,6 +336,7 @@ class TenantRegistry {
       next->tenants.emplace(std::string(name), tenant);
       old = s;
       current_.store(next.release(), std::memory_order_release);
+      creating_.erase(std::string(name));
     }
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
