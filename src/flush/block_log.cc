@@ -43,14 +43,19 @@ ssize_t ReadFully(int fd, std::uint64_t offset, char* out, std::size_t bytes) {
 
 }  // namespace
 
-Result<std::unique_ptr<BlockLog>> BlockLog::Create(
-    const std::string& path, const BlockLogOptions& options) {
-  const std::size_t block_bytes = options.block_bytes;
+Status BlockLog::CheckBlockBytes(std::size_t block_bytes) {
   if (block_bytes < kLogMinBlockBytes || block_bytes > kLogMaxBlockBytes ||
       block_bytes % 4096 != 0) {
     return InvalidArgumentError(
         "block_bytes must be a multiple of 4096 between 12 KiB and 1 GiB");
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<BlockLog>> BlockLog::Create(
+    const std::string& path, const BlockLogOptions& options) {
+  const std::size_t block_bytes = options.block_bytes;
+  CAIRN_RETURN_IF_ERROR(CheckBlockBytes(block_bytes));
   const int fd =
       ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {

@@ -109,14 +109,24 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
     return InvalidArgumentError(
         "pass.slice_receipts and max_sealed_blocks must be at least 1");
   }
+  const std::string log_path = dir + "/log";
+  const bool created = !Exists(log_path);
+  if (created) {
+    // A new store's block size is fixed by the log it creates: check that
+    // a record fits before anything reaches the disk.
+    CAIRN_RETURN_IF_ERROR(BlockLog::CheckBlockBytes(options.block_bytes));
+    if (LogRecordBytes(options.max_key_bytes, options.max_value_bytes) >
+        LogDataBytes(options.block_bytes)) {
+      return InvalidArgumentError(
+          "max_key_bytes + max_value_bytes do not fit one block");
+    }
+  }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return IoError("cannot create directory", dir, errno);
   }
-  const std::string log_path = dir + "/log";
   BlockLogOptions log_options;
   log_options.block_bytes = options.block_bytes;
   log_options.sync = options.sync;
-  const bool created = !Exists(log_path);
   if (created && Exists(dir + "/checkpoint")) {
     return DataLossError("store " + dir + " has a checkpoint but no log");
   }

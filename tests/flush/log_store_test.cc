@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -356,6 +357,14 @@ TEST(LogStoreTest, BadInputGetsClearStatusAndAppliesNothing) {
   bad.max_value_bytes = kBlock;
   EXPECT_EQ(LogStore::Open(dir.File("y"), bad).status().code(),
             StatusCode::kInvalidArgument);
+  // Rejected before touching the disk: a new store's log fixes its block
+  // size, so a log left behind would keep refusing the corrected options.
+  EXPECT_FALSE(std::filesystem::exists(dir.File("y")));
+  bad = o;
+  bad.block_bytes = 4096 + 1;
+  EXPECT_EQ(LogStore::Open(dir.File("w"), bad).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("w")));
   bad = o;
   bad.max_key_bytes = 5000;
   EXPECT_EQ(LogStore::Open(dir.File("z"), bad).status().code(),

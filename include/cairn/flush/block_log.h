@@ -53,6 +53,10 @@ class BlockLog {
   // errno text) if the file cannot be created.
   static Result<std::unique_ptr<BlockLog>> Create(
       const std::string& path, const BlockLogOptions& options);
+  // Create's block size check, for callers that must validate before they
+  // touch the disk: kInvalidArgument unless block_bytes is a multiple of
+  // 4096 between kLogMinBlockBytes and kLogMaxBlockBytes.
+  static Status CheckBlockBytes(std::size_t block_bytes);
   // Opens an existing log and checks its file header: kNotFound if absent,
   // kDataLoss for a truncated or damaged header or a file that is not a
   // cairn log, kFailedPrecondition for another format version. The block

@@ -34,9 +34,11 @@
 // Thread safety: every method may be called from any thread. Set, Del and
 // Get lock the key's partition (and the log mutex while appending or
 // reading an unflushed record); FlushDb locks every partition. Flush and
-// Checkpoint are serialised by a flush mutex; the I/O runs without
-// partition locks, and the receipt pass holds one partition lock for at
-// most `pass.slice_receipts` receipts at a time. Lock order: flush mutex,
+// Checkpoint are serialised by a flush mutex. Flush writes and syncs
+// without partition locks, and its receipt pass holds one partition lock for
+// at most `pass.slice_receipts` receipts at a time; Checkpoint holds every
+// partition lock while it syncs the log and writes the checkpoint file, so
+// Set, Get and Del wait for it. Lock order: flush mutex,
 // partitions in ascending order, log mutex. Set, Del and FlushDb may block
 // in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure).
 // Every method may block on I/O or locks; none may be called from a
