@@ -126,8 +126,14 @@ class Context:
     def gate(self, id, workload, threads, population, candidate, baseline,
              candidate_value, baseline_value, unit, higher_is_better,
              goal_value, criterion=None, note=None, spread=None, extra=None):
-        ratio = candidate_value / baseline_value if baseline_value else float("inf")
-        passed = ratio >= goal_value if higher_is_better else ratio <= goal_value
+        if not baseline_value or not candidate_value:
+            # A side that measured nothing is a broken run, never a pass.
+            ratio = float("nan")
+            passed = False
+            note = (note + "; " if note else "") + "a side measured 0: no ratio"
+        else:
+            ratio = candidate_value / baseline_value
+            passed = ratio >= goal_value if higher_is_better else ratio <= goal_value
         if spread is None:
             cand = self._samples.get(candidate_value)
             base = self._samples.get(baseline_value)
