@@ -17,6 +17,7 @@
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/tenant_registry.h"
 #include "directory/directory_testing.h"
+#include "testing/alloc_counter.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -99,6 +100,18 @@ TEST(QuotaTest, Q1ConcurrentChargesNeverOvershootTheLimit) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(account.charged(), static_cast<std::uint64_t>(granted.load()));
+}
+
+TEST(QuotaTest, ChargeAndReleaseDoNotAllocate) {
+  QuotaAccount account(100);
+  testing::AllocationCounter counter;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(account.Charge(1).ok());
+    ASSERT_TRUE(account.Release(1).ok());
+  }
+  // A mismatched release is a code-only status.
+  EXPECT_EQ(account.Release(1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(counter.count(), 0u);
 }
 
 TEST(QuotaTest, Q2LedgerMismatchReturnsErrorAndMutatesNothing) {

@@ -409,7 +409,8 @@ TEST(TenantStressTest, EvictionForegroundBatchesAndChurnTogether) {
         const TestPayload p{0, bytes, 0};
         if (op == 0) {
           const int g = static_cast<int>(rng() % kGroups);
-          c.group = Key("G", g);
+          const std::string name = Key("G", g);  // CreateOptions holds a view
+          c.group = name;
           for (int m = 0; m < kMembers; ++m) {
             dir.Create(group_key(g, m), c, p).status().IgnoreError();
           }

@@ -396,15 +396,15 @@ class GroupDirectory {
         options_.visit_chunk == 0 ? 1 : options_.visit_chunk,
         [&](std::span<Owner> owners) {
           for (const Owner& o : owners) {
-            ReaderLock lock(&o->mu_);
-            const directory_internal::Ledger& ledger = o->ledger_;
-            const Lifecycle lc = o->lifecycle_.load(std::memory_order_relaxed);
-            if (ledger.pending_since_nanos > cutoff) continue;
+            const Entry* e = o.get();
+            ReaderLock lock(&e->mu_);
+            const Lifecycle lc = e->lifecycle_.load(std::memory_order_relaxed);
+            if (e->ledger_.pending_since_nanos > cutoff) continue;
             if (lc == Lifecycle::kCreating &&
-                ledger.state == directory_internal::Ledger::kPending) {
-              expired.push_back({std::string(o->key()), o->token(), false});
-            } else if (lc == Lifecycle::kActive && ledger.upsert_pending) {
-              expired.push_back({std::string(o->key()), o->token(), true});
+                e->ledger_.state == directory_internal::Ledger::kPending) {
+              expired.push_back({std::string(e->key()), e->token(), false});
+            } else if (lc == Lifecycle::kActive && e->ledger_.upsert_pending) {
+              expired.push_back({std::string(e->key()), e->token(), true});
             }
           }
         });
