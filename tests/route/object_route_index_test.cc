@@ -546,6 +546,36 @@ TEST(ObjectRouteIndexResizeTest, GrowsAndShrinksKeepingEveryKeyRouted) {
   EXPECT_EQ(route.Diagnostics().entries, 0u);
 }
 
+// A write made under the caller's locks (a budget passed) runs only bounded
+// resize work: moves and the finish, never the O(size) start, which waits
+// for ReclaimIfDue() (called with no lock held) or an unlocked write.
+TEST(ObjectRouteIndexResizeTest,
+     LockedWritesLeaveTheResizeStartToReclaimIfDue) {
+  RouteOptions options;
+  options.bucket_count = 4;
+  Route route(options);
+  std::vector<Owner> owners;
+  for (int i = 0; i < 40; ++i) {
+    owners.push_back(Make(i + 1, "locked-" + std::to_string(i)));
+    Route::WriteBudget budget;
+    ASSERT_TRUE(route.Publish(owners.back()->key, owners.back(), &budget).ok());
+  }
+  RouteDiagnostics d = route.Diagnostics();
+  EXPECT_EQ(d.bucket_count, 4u);
+  EXPECT_EQ(d.resize_target_bucket_count, 0u) << "a locked write started it";
+  route.ReclaimIfDue();
+  d = route.Diagnostics();
+  EXPECT_EQ(d.resizes, 1u) << "4 buckets move in one slice";
+  EXPECT_EQ(d.bucket_count, 8u);
+  // The mean is still above the band; the next start waits again.
+  Owner more = Make(100, "locked-more");
+  Route::WriteBudget budget;
+  ASSERT_TRUE(route.Publish(more->key, more, &budget).ok());
+  owners.push_back(more);
+  EXPECT_EQ(route.Diagnostics().resize_target_bucket_count, 0u);
+  EXPECT_TRUE(AllFound(route, owners, owners.size()));
+}
+
 TEST(ObjectRouteIndexResizeTest, FixedBucketCountNeverResizes) {
   RouteOptions options;
   options.bucket_count = 4;

@@ -288,8 +288,14 @@ class ObjectRouteIndex {
   }
 
   // Runs the domain's reclaim if a write made under locks left one due
-  // (those writes never run deleters themselves). Call with no lock held.
-  void ReclaimIfDue() { domain_->ReclaimIfDue(); }
+  // (those writes never run deleters themselves), and starts a resize such
+  // a write found due (allocating and clearing the new table is O(table
+  // size), so it never runs under the caller's locks). Call with no lock
+  // held. Two relaxed loads when nothing is due.
+  void ReclaimIfDue() {
+    MaybeResize(/*locked=*/false);
+    domain_->ReclaimIfDue();
+  }
 
   // Insert-only (D3). OK: routed. kAlreadyExists: `key` is routed (nothing
   // changes). kResourceExhausted: the retired cap has no room, or a snapshot
@@ -639,7 +645,7 @@ class ObjectRouteIndex {
     if (fixed_) return;
     if (!resizing_.load(std::memory_order_relaxed) && !OutOfBand()) return;
     if (!resize_mu_.TryLock()) return;  // another writer is stepping
-    ResizeStep();
+    ResizeStep(locked);
     resize_mu_.Unlock();
     if (!locked) domain_->ReclaimIfDue();
   }
@@ -651,12 +657,15 @@ class ObjectRouteIndex {
            (size > min_buckets_ && 4 * n < kMinMeanQuarters * size);
   }
 
-  void ResizeStep() CAIRN_REQUIRES(resize_mu_) {
+  // `locked`: the caller may hold its own locks, so only bounded work runs:
+  // a slice of moves or the finish, never the start (the O(size) table
+  // allocation), which waits for an unlocked write or ReclaimIfDue().
+  void ResizeStep(bool locked) CAIRN_REQUIRES(resize_mu_) {
     // Only this thread (holding resize_mu_) changes table_ or retires a
     // table, so it reads them without a guard.
     Table* from = table_.load(std::memory_order_relaxed);
     if (!resizing_.load(std::memory_order_relaxed)) {
-      if (!OutOfBand()) return;
+      if (locked || !OutOfBand()) return;
       const std::size_t size = from->size();
       const bool grow = 4 * entries_.load(std::memory_order_relaxed) >
                         kMaxMeanQuarters * size;
