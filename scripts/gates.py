@@ -324,7 +324,9 @@ def plot(out_dir, component, records):
               for r in rows]
     ax.barh([r["id"] for r in rows], [r["ratio"] for r in rows], color=colors)
     for i, r in enumerate(rows):
-        ax.plot([float(r["goal"].split()[1])] * 2, [i - 0.4, i + 0.4], "k--")
+        goal = (r.get("goal") or "").split()
+        if len(goal) == 2:  # ">= 2.0"; a report-only gate has no goal line
+            ax.plot([float(goal[1])] * 2, [i - 0.4, i + 0.4], "k--")
         s = r.get("spread")
         if s:
             ax.plot([s["min"], s["max"]], [i, i], "k-", linewidth=1)
