@@ -16,6 +16,17 @@ def run(ctx):
     fg_evicting = ctx.median(runs, f"BM_DirectoryW7/evicting{suffix}")
     census = ctx.median(runs, f"BM_DirectoryW7/evicting{suffix}",
                         "census_cpu_ms_per_1M")
+    # Where the foreground's wall time went (scheduler figures of its
+    # thread): runnable but waiting for a CPU, and blocked (lock waits).
+    runq_quiet = ctx.median(runs, f"BM_DirectoryW7/quiet{suffix}",
+                            "fg_runq_pct")
+    runq_evicting = ctx.median(runs, f"BM_DirectoryW7/evicting{suffix}",
+                               "fg_runq_pct")
+    blocked = ctx.median(runs, f"BM_DirectoryW7/evicting{suffix}",
+                         "fg_blocked_pct")
+    p999_quiet = ctx.median(runs, f"BM_DirectoryW7/quiet{suffix}", "p999_us")
+    p999_evicting = ctx.median(runs, f"BM_DirectoryW7/evicting{suffix}",
+                               "p999_us")
     records.append(ctx.gate(
         "directory.W7.fg_p99",
         "W2 batches (32 keys, R/W 1:1) on one thread while another runs "
@@ -23,8 +34,21 @@ def run(ctx):
         "evicting", "quiet", evicting, quiet, "batch p99 us",
         higher_is_better=False, goal_value=1.5,
         criterion="report (RFC: no correctness regression)",
-        note=(f"foreground {fg_evicting / 1e3:.0f}k vs {fg_quiet / 1e3:.0f}k "
-              f"key ops/s; census CPU {census:.0f} ms per 1M objects")))
+        note=(f"p99 {evicting:.1f} us evicting vs {quiet:.1f} us quiet "
+              f"(p999 {p999_evicting:.0f} vs {p999_quiet:.0f} us); "
+              f"foreground {fg_evicting / 1e3:.0f}k vs {fg_quiet / 1e3:.0f}k "
+              f"key ops/s; census CPU {census:.0f} ms per 1M objects; "
+              f"foreground thread waiting for a CPU {runq_evicting:.0f}% of "
+              f"its wall time evicting vs {runq_quiet:.0f}% quiet, blocked "
+              f"{blocked:.1f}%"),
+        extra={"p99_us_evicting": evicting, "p99_us_quiet": quiet,
+               "p999_us_evicting": p999_evicting, "p999_us_quiet": p999_quiet,
+               "fg_key_ops_evicting": fg_evicting,
+               "fg_key_ops_quiet": fg_quiet,
+               "census_cpu_ms_per_1M": census,
+               "fg_runq_pct_evicting": runq_evicting,
+               "fg_runq_pct_quiet": runq_quiet,
+               "fg_blocked_pct_evicting": blocked}))
     t_suffix = f"/{tenants}/real_time"
     runs = ctx.run_bench(BINARY, f"BM_DirectoryT1/.*{t_suffix}$", repetitions=5,
                          min_time=0.3)
@@ -38,5 +62,7 @@ def run(ctx):
         "tenant holding them all (registry lookup + WithObject)", 1,
         tenants * 1000, "multi", "single", multi, single, "reads/s",
         higher_is_better=True, goal_value=0.8, criterion=None,
-        note=f"bytes per empty tenant (1,024 route buckets): {empty:.0f}"))
+        note=(f"{multi / 1e6:.2f}M vs {single / 1e6:.2f}M reads/s; bytes per "
+              f"empty tenant (1,024 route buckets): {empty:.0f}"),
+        extra={"bytes_per_empty_tenant": empty}))
     return records

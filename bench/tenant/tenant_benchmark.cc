@@ -58,6 +58,19 @@ std::size_t RssBytes() {
   return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// This thread's scheduler figures from /proc/thread-self/schedstat: time on
+// a CPU and time runnable but waiting for one (ns). Zero if unavailable.
+struct SchedStat {
+  double on_cpu_ns = 0;
+  double run_wait_ns = 0;
+};
+SchedStat ThreadSchedStat() {
+  SchedStat s;
+  std::ifstream f("/proc/thread-self/schedstat");
+  f >> s.on_cpu_ns >> s.run_wait_ns;
+  return s;
+}
+
 double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -103,6 +116,8 @@ void BM_DirectoryW7(benchmark::State& state, bool evicting) {
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> census_objects{0};
   double census_cpu = 0;
+  SchedStat ev_sched;  // the evictor's, over its whole run
+  double ev_wall_ns = 0;
   std::thread evictor;
   if (evicting) {
     evictor = std::thread([&] {
@@ -115,6 +130,8 @@ void BM_DirectoryW7(benchmark::State& state, bool evicting) {
       Dir* d = w.dir.get();
       CreateOptions c;
       c.size_bytes = c.counted_bytes = 4096;
+      const SchedStat s0 = ThreadSchedStat();
+      const auto w0 = std::chrono::steady_clock::now();
       while (!stop.load(std::memory_order_acquire)) {
         const double t0 = ThreadCpuSeconds();
         const EvictionResult r =
@@ -126,6 +143,12 @@ void BM_DirectoryW7(benchmark::State& state, bool evicting) {
           w.dir->Create(k, c).status().IgnoreError();
         refill.clear();
       }
+      const SchedStat s1 = ThreadSchedStat();
+      ev_sched.on_cpu_ns = s1.on_cpu_ns - s0.on_cpu_ns;
+      ev_sched.run_wait_ns = s1.run_wait_ns - s0.run_wait_ns;
+      ev_wall_ns = std::chrono::duration<double, std::nano>(
+                       std::chrono::steady_clock::now() - w0)
+                       .count();
     });
   }
   std::mt19937_64 rng(42);
@@ -134,6 +157,8 @@ void BM_DirectoryW7(benchmark::State& state, bool evicting) {
   latency.reserve(1 << 16);
   std::uint64_t ops = 0;
   bool write = false;
+  const SchedStat sched0 = ThreadSchedStat();
+  const auto wall0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     for (auto& k : batch) k = w.keys[rng() % w.keys.size()];
     const auto t0 = std::chrono::steady_clock::now();
@@ -162,14 +187,35 @@ void BM_DirectoryW7(benchmark::State& state, bool evicting) {
     write = !write;
     ops += batch.size();
   }
+  const SchedStat sched1 = ThreadSchedStat();
+  const double wall_ns = std::chrono::duration<double, std::nano>(
+                             std::chrono::steady_clock::now() - wall0)
+                             .count();
   stop.store(true, std::memory_order_release);
   if (evictor.joinable()) evictor.join();
+  // Where the foreground's wall time went: on a CPU, runnable but waiting
+  // for one (the machine is shared), or blocked (lock waits, page faults).
+  if (wall_ns > 0 && sched1.on_cpu_ns > 0) {
+    const double cpu = sched1.on_cpu_ns - sched0.on_cpu_ns;
+    const double wait = sched1.run_wait_ns - sched0.run_wait_ns;
+    state.counters["fg_cpu_pct"] = 100.0 * cpu / wall_ns;
+    state.counters["fg_runq_pct"] = 100.0 * wait / wall_ns;
+    state.counters["fg_blocked_pct"] =
+        std::max(0.0, 100.0 * (wall_ns - cpu - wait) / wall_ns);
+  }
   std::sort(latency.begin(), latency.end());
   state.SetItemsProcessed(static_cast<std::int64_t>(ops));
   if (!latency.empty()) {
     state.counters["p99_us"] =
         latency[std::min(latency.size() - 1, latency.size() * 99 / 100)];
     state.counters["p50_us"] = latency[latency.size() / 2];
+    state.counters["p999_us"] =
+        latency[std::min(latency.size() - 1, latency.size() * 999 / 1000)];
+    state.counters["max_us"] = latency.back();
+  }
+  if (evicting && ev_wall_ns > 0 && ev_sched.on_cpu_ns > 0) {
+    state.counters["ev_cpu_pct"] = 100.0 * ev_sched.on_cpu_ns / ev_wall_ns;
+    state.counters["ev_runq_pct"] = 100.0 * ev_sched.run_wait_ns / ev_wall_ns;
   }
   const std::uint64_t seen = census_objects.load(std::memory_order_relaxed);
   if (evicting && seen > 0) {
