@@ -4,8 +4,12 @@
 
 #include "cairn/directory/eviction.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -305,6 +309,121 @@ TEST(EvictionTest, V5QuotaEvictionTouchesOnlyItsTenantAndSharesTheCommit) {
   // Below the high watermark nothing moves.
   p.high_watermark_ratio = 0.9;
   EXPECT_EQ(k.RunWatermark(registry, p).value().evicted_objects, 0u);
+}
+
+// V3 with the bounded ranking: the census keeps only the best candidates
+// that cover the goal twice over (at least kMinRanked), and still evicts
+// exactly the earliest leases, ties larger first.
+TEST(EvictionTest, V3BoundedRankingKeepsFewCandidatesInExactOrder) {
+  Fixture f;
+  constexpr int kObjects = 500;
+  std::vector<int> order(kObjects);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(12));
+  for (int i : order) {  // object i's lease ends i+1 seconds from now
+    f.Make(Key("l", i), 10, std::chrono::seconds(i + 1));
+  }
+  f.clock.Advance(std::chrono::seconds(kObjects + 1));
+  Kernel k;
+  EvictionResult r = f.Evict(k, 50);
+  EXPECT_EQ(r.census_rounds, 1u);
+  EXPECT_EQ(r.candidates, static_cast<std::size_t>(kObjects));
+  EXPECT_EQ(r.ranked, Kernel::kMinRanked);  // 2 x 50 bytes is 10 objects
+  EXPECT_EQ(r.evicted_objects, 5u);
+  for (int i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(f.Present(Key("l", i)), i >= 5) << i;
+  }
+  // A goal of 500 bytes keeps the 100 best (1,000 bytes) of 495.
+  r = f.Evict(k, 500);
+  EXPECT_EQ(r.ranked, 100u);
+  EXPECT_EQ(r.evicted_objects, 50u);
+  for (int i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(f.Present(Key("l", i)), i >= 55) << i;
+  }
+
+  // Equal leases: the larger first.
+  Fixture g;
+  for (int i : order) g.Make(Key("s", i), 1 + i);
+  r = g.Evict(k, 3 * kObjects - 3);  // the three largest: 500 + 499 + 498
+  EXPECT_EQ(r.evicted_objects, 3u);
+  EXPECT_LT(r.ranked, static_cast<std::size_t>(kObjects));
+  for (int i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(g.Present(Key("s", i)), i < kObjects - 3) << i;
+  }
+}
+
+// V2 with the bounded ranking: when skips use up every kept candidate
+// before the goal while more exist, the kernel runs another census round
+// and still frees the goal.
+TEST(EvictionTest, V2SkipsBeyondTheKeptCandidatesStartAnotherCensusRound) {
+  Fixture f;
+  for (int i = 0; i < 200; ++i) f.Make(Key("o", i), 10);
+  Kernel::Options o;
+  Dir* dir = f.dir.get();
+  int offers = 0;
+  // The first 20 candidates offered change (a version bump) before their
+  // commit, so each is skipped: round one keeps only kMinRanked of them.
+  o.offload = [&](const Handle& h) {
+    if (++offers <= 20) {
+      EXPECT_TRUE(
+          dir->WithHandleExclusive(h, [](Access& a) { a.set_size_bytes(10); })
+              .ok());
+    }
+    return true;
+  };
+  Kernel k(o);
+  EvictionResult r = f.Evict(k, 10);
+  EXPECT_EQ(r.census_rounds, 2u);
+  EXPECT_EQ(r.skipped, 20u);
+  EXPECT_EQ(r.evicted_objects, 1u);
+  EXPECT_EQ(r.freed_bytes, 10u);
+  EXPECT_EQ(f.dir->object_count(), 199u);
+  EXPECT_EQ(f.quota.charged(), 1990u);
+}
+
+// V4 with census rounds: a candidate whose hand-off was refused (and kept)
+// is not offered again by a later round of the same call.
+TEST(EvictionTest, V4RefusedHandOffIsNotOfferedAgainByALaterRound) {
+  Fixture f;
+  for (int i = 0; i < 100; ++i) f.Make(Key("o", i), 10);
+  for (int i = 0; i < 4; ++i) f.Make(Key("m", i), 10, {}, "grp");
+  Kernel::Options o;
+  std::map<ObjectId, int> offered;
+  int refusals = 0;
+  o.offload = [&](const Handle& h) {
+    ++offered[h->id()];
+    return ++refusals > 40;  // the first 40 offers are refused
+  };
+  Kernel k(o);
+  EvictionResult r = f.Evict(k, 10);
+  EXPECT_GE(r.census_rounds, 2u);
+  EXPECT_GE(r.freed_bytes, 10u);
+  for (const auto& [id, n] : offered) EXPECT_EQ(n, 1) << id;
+  EXPECT_GE(r.offload_refused, 16u);
+}
+
+// The census visitor runs with no lock of the directory held, chunk after
+// chunk: it may write the very object it was just handed.
+TEST(EvictionTest, CensusVisitorRunsWithNoDirectoryLockHeld) {
+  Fixture f;
+  for (int i = 0; i < 40; ++i) f.Make(Key("o", i), 10, {}, i % 2 ? "g" : "");
+  testing::Watchdog watchdog(testing::kWatchdogBound, "census visitor");
+  std::size_t seen = 0;
+  Dir* dir = f.dir.get();
+  ASSERT_TRUE(f.dir
+                  ->Census(
+                      [&](const Handle& h, const ObjectMetadata&) {
+                        ++seen;
+                        EXPECT_TRUE(
+                            dir->WithHandleExclusive(
+                                   h, [](Access& a) { a.payload().value += 1; })
+                                .ok());
+                        EXPECT_TRUE(dir->Erase(h->key()).ok());
+                      },
+                      3)
+                  .ok());
+  EXPECT_EQ(seen, 40u);
+  EXPECT_EQ(f.dir->object_count(), 0u);
 }
 
 TEST(EvictionTest, WatermarkPolicyRejectsNonsenseRatios) {

@@ -7,7 +7,12 @@
 //   metadata copied under its shared lock, no lease granted)
 //   -> rank outside every lock: earliest lease deadline first; soft-pinned
 //      objects only in a second pass, only if allowed and only if the first
-//      pass did not reach the lower bound (V3)
+//      pass did not reach the lower bound (V3). The ranking keeps only the
+//      best candidates that cover the goal with slack (a bounded heap), not
+//      one entry per object: a cycle over 1M objects that frees a few MiB
+//      allocates and sorts a few hundred candidates, not 1M. If skips use up
+//      the kept candidates before the goal, the census runs again with a
+//      larger cover (EvictionResult::census_rounds).
 //   -> one candidate per explicit group (dedupe by group)
 //   -> offload hand-off (optional host hook, no lock held)
 //   -> GroupDirectory::EvictIfUnchanged: lock group, then members in key
@@ -36,7 +41,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -81,8 +88,15 @@ struct MemoryWatermarkPolicy {
 };
 
 struct EvictionResult {
-  std::size_t census_objects = 0;
-  std::size_t candidates = 0;       // after group dedupe and census filters
+  std::size_t census_objects = 0;  // summed over census rounds
+  // Evictable candidates the census found (after group dedupe and census
+  // filters), summed over census rounds.
+  std::size_t candidates = 0;
+  // Of those, the ones the bounded ranking kept (V3 order among them is
+  // exact): about what covers the goal twice over, at least
+  // Evictor::kMinRanked per pass, whatever the directory's size.
+  std::size_t ranked = 0;
+  std::size_t census_rounds = 0;
   std::size_t evicted_objects = 0;  // every member of an evicted group counts
   std::size_t evicted_groups = 0;
   std::size_t skipped = 0;          // changed since the census (V2)
@@ -132,13 +146,42 @@ class Evictor {
                        std::uint64_t lower_bound_bytes, Measure measure) {
     EvictionResult result;
     if (target_bytes == 0 && lower_bound_bytes == 0) return result;
-    std::vector<Candidate> ranked = CensusAndRank(dirs, measure, &result);
-    RunPass(dirs, ranked, /*soft=*/false, target_bytes, measure, &result);
-    if (options_.allow_soft_pinned && result.freed_bytes < lower_bound_bytes) {
-      result.used_soft_pinned_pass = true;
-      RunPass(dirs, ranked, /*soft=*/true, lower_bound_bytes, measure, &result);
+    // Candidates whose offload was refused (and kept) are not offered again
+    // by a later census round of this call.
+    Refused refused;
+    std::uint64_t slack = kInitialSlack;
+    while (true) {
+      const std::uint64_t freed = result.freed_bytes;
+      const std::uint64_t need_unpinned =
+          target_bytes > freed ? target_bytes - freed : 0;
+      const std::uint64_t need_soft =
+          options_.allow_soft_pinned && lower_bound_bytes > freed
+              ? lower_bound_bytes - freed
+              : 0;
+      Selection unpinned(SaturatingMul(need_unpinned, slack),
+                         need_unpinned > 0);
+      Selection soft(SaturatingMul(need_soft, slack), need_soft > 0);
+      CensusAndRank(dirs, measure, refused, &unpinned, &soft, &result);
+      std::vector<Candidate> ranked = unpinned.TakeRanked();
+      RunPass(dirs, ranked, /*soft=*/false, target_bytes, measure, refused,
+              &result);
+      if (result.freed_bytes < target_bytes && unpinned.dropped()) {
+        slack = SaturatingMul(slack, kSlackGrowth);  // more exist: look again
+        continue;
+      }
+      if (options_.allow_soft_pinned &&
+          result.freed_bytes < lower_bound_bytes) {
+        result.used_soft_pinned_pass = true;
+        ranked = soft.TakeRanked();
+        RunPass(dirs, ranked, /*soft=*/true, lower_bound_bytes, measure,
+                refused, &result);
+        if (result.freed_bytes < lower_bound_bytes && soft.dropped()) {
+          slack = SaturatingMul(slack, kSlackGrowth);
+          continue;
+        }
+      }
+      return result;
     }
-    return result;
   }
 
   // Memory watermark over every tenant of `registry` (size bytes). Census
@@ -192,6 +235,18 @@ class Evictor {
   }
 
  private:
+  // The bounded ranking keeps the best candidates covering slack x the
+  // bytes still needed; the slack grows by kSlackGrowth per census round
+  // that ran out of kept candidates (skips) while more existed.
+  static constexpr std::uint64_t kInitialSlack = 2;
+  static constexpr std::uint64_t kSlackGrowth = 8;
+
+ public:
+  // Each pass keeps at least this many candidates, whatever their bytes, so
+  // a few skips do not force another census round.
+  static constexpr std::size_t kMinRanked = 16;
+
+ private:
   struct Candidate {
     std::size_t dir = 0;
     Handle handle;
@@ -202,12 +257,101 @@ class Evictor {
     std::vector<Handle> members;  // a group's members seen by the census
   };
 
-  std::vector<Candidate> CensusAndRank(std::span<Directory* const> dirs,
-                                       Measure measure,
-                                       EvictionResult* result) {
-    std::vector<Candidate> ranked;
+  // V3 order: earliest lease deadline first; ties: the larger first, so
+  // fewer commits reach the goal.
+  static bool RanksBefore(std::int64_t lease_a, std::uint64_t bytes_a,
+                          std::int64_t lease_b, std::uint64_t bytes_b) {
+    if (lease_a != lease_b) return lease_a < lease_b;
+    return bytes_a > bytes_b;
+  }
+  static bool RanksBefore(const Candidate& a, const Candidate& b) {
+    return RanksBefore(a.lease, a.bytes, b.lease, b.bytes);
+  }
+
+  static std::uint64_t SaturatingMul(std::uint64_t a, std::uint64_t b) {
+    if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) {
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    return a * b;
+  }
+
+  // The best-ranked candidates whose bytes cover `cover` (and at least
+  // kMinRanked of them): a heap with the worst kept candidate on top. A
+  // candidate ranked after every kept one is refused once the cover is met,
+  // before its handle is copied; a kept one that the cover no longer needs
+  // is dropped. dropped(): some evictable candidate was not kept.
+  class Selection {
+   public:
+    Selection(std::uint64_t cover, bool wanted)
+        : cover_(cover), wanted_(wanted) {}
+
+    bool Wants(std::int64_t lease, std::uint64_t bytes) {
+      if (!wanted_) return false;
+      if (Covered() && !RanksBefore(lease, bytes, heap_.front().lease,
+                                    heap_.front().bytes)) {
+        dropped_ = true;
+        return false;
+      }
+      return true;
+    }
+    // Only after Wants() said true.
+    void Add(Candidate c) {
+      sum_ += c.bytes;
+      heap_.push_back(std::move(c));
+      std::push_heap(heap_.begin(), heap_.end(), WorseOnTop);
+      while (heap_.size() > kMinRanked &&
+             sum_ - heap_.front().bytes >= cover_) {
+        sum_ -= heap_.front().bytes;
+        std::pop_heap(heap_.begin(), heap_.end(), WorseOnTop);
+        heap_.pop_back();
+        dropped_ = true;
+      }
+    }
+    std::size_t size() const { return heap_.size(); }
+    bool dropped() const { return dropped_; }
+    // The kept candidates, best first.
+    std::vector<Candidate> TakeRanked() {
+      std::sort_heap(heap_.begin(), heap_.end(), WorseOnTop);
+      return std::move(heap_);
+    }
+
+   private:
+    static bool WorseOnTop(const Candidate& a, const Candidate& b) {
+      return RanksBefore(a, b);
+    }
+    bool Covered() const {
+      return heap_.size() >= kMinRanked && sum_ >= cover_;
+    }
+
+    const std::uint64_t cover_;
+    const bool wanted_;
+    std::uint64_t sum_ = 0;
+    bool dropped_ = false;
+    std::vector<Candidate> heap_;
+  };
+
+  // Handles whose offload was refused and kept, pinned so that their
+  // addresses stay theirs for the whole Evict call.
+  struct Refused {
+    std::unordered_set<const void*> entries;
+    std::vector<Handle> pinned;
+    bool Contains(const Handle& h) const {
+      return !entries.empty() && entries.count(h.get()) != 0;
+    }
+    void Add(const Handle& h) {
+      if (entries.insert(h.get()).second) pinned.push_back(h);
+    }
+  };
+
+  // One census round over `dirs` into the two bounded rankings. Candidates
+  // whose hand-off was refused earlier in this Evict call are left out.
+  void CensusAndRank(std::span<Directory* const> dirs, Measure measure,
+                     const Refused& refused, Selection* unpinned,
+                     Selection* soft_pinned, EvictionResult* result) {
+    ++result->census_rounds;
     // Group dedupe: one candidate per (directory, group); its bytes add up
-    // the members the census saw.
+    // the members the census saw. Groups are ranked once the census is
+    // over, when a blocked member is known.
     struct GroupKey {
       std::size_t dir;
       GroupId group;
@@ -219,8 +363,15 @@ class Evictor {
                                           k.dir);
       }
     };
+    std::vector<Candidate> groups;
     std::unordered_map<GroupKey, std::size_t, GroupKeyHash> group_slot;
     std::unordered_set<GroupKey, GroupKeyHash> group_blocked;
+    auto offer = [&](std::int64_t lease, std::uint64_t bytes, bool soft,
+                     auto&& make) {
+      ++result->candidates;
+      Selection* sel = soft ? soft_pinned : unpinned;
+      if (sel->Wants(lease, bytes)) sel->Add(make());
+    };
     for (std::size_t d = 0; d < dirs.size(); ++d) {
       const std::int64_t now = dirs[d]->clock()->NowNanos();
       dirs[d]
@@ -236,14 +387,12 @@ class Evictor {
                                                 : m.counted_bytes;
                 const bool soft = m.soft_pin_deadline_nanos > now;
                 if (g == kNoGroup) {
-                  if (blocked) return;
-                  ranked.push_back(Candidate{d,
-                                             h,
-                                             m.version,
-                                             m.lease_deadline_nanos,
-                                             bytes,
-                                             soft,
-                                             {}});
+                  if (blocked || refused.Contains(h)) return;
+                  offer(m.lease_deadline_nanos, bytes, soft, [&] {
+                    return Candidate{
+                        d,     h,    m.version, m.lease_deadline_nanos,
+                        bytes, soft, {}};
+                  });
                   return;
                 }
                 const GroupKey key{d, g};
@@ -251,9 +400,9 @@ class Evictor {
                   group_blocked.insert(key);
                   return;
                 }
-                auto [it, fresh] = group_slot.emplace(key, ranked.size());
+                auto [it, fresh] = group_slot.emplace(key, groups.size());
                 if (fresh) {
-                  ranked.push_back(Candidate{d,
+                  groups.push_back(Candidate{d,
                                              h,
                                              m.version,
                                              m.lease_deadline_nanos,
@@ -261,7 +410,7 @@ class Evictor {
                                              soft,
                                              {h}});
                 } else {
-                  Candidate& c = ranked[it->second];
+                  Candidate& c = groups[it->second];
                   c.bytes += bytes;
                   c.soft_pinned = c.soft_pinned || soft;
                   c.members.push_back(h);
@@ -270,32 +419,32 @@ class Evictor {
               options_.census_chunk)
           .IgnoreError();
     }
-    if (!group_blocked.empty()) {
-      std::erase_if(ranked, [&](const Candidate& c) {
-        const GroupId g =
-            c.handle->group() == nullptr ? kNoGroup : c.handle->group()->id();
-        return g != kNoGroup && group_blocked.count(GroupKey{c.dir, g}) != 0;
-      });
+    for (Candidate& c : groups) {
+      if (group_blocked.count(GroupKey{c.dir, c.handle->group()->id()}) != 0 ||
+          refused.Contains(c.handle)) {
+        continue;
+      }
+      offer(c.lease, c.bytes, c.soft_pinned, [&] { return std::move(c); });
     }
-    // V3: earliest lease deadline first (ties: the larger first, so fewer
-    // commits reach the goal).
-    std::sort(ranked.begin(), ranked.end(),
-              [](const Candidate& a, const Candidate& b) {
-                if (a.lease != b.lease) return a.lease < b.lease;
-                return a.bytes > b.bytes;
-              });
-    result->candidates = ranked.size();
-    return ranked;
+    result->ranked += unpinned->size() + soft_pinned->size();
   }
 
   void RunPass(std::span<Directory* const> dirs,
                const std::vector<Candidate>& ranked, bool soft,
-               std::uint64_t goal, Measure measure, EvictionResult* result) {
+               std::uint64_t goal, Measure measure, Refused& refused,
+               EvictionResult* result) {
     std::vector<Evicted> out;
     for (const Candidate& c : ranked) {
       if (result->freed_bytes >= goal) return;
       if (c.soft_pinned != soft) continue;
-      if (options_.offload && !HandOff(c, result)) continue;
+      if (options_.offload) {
+        if (refused.Contains(c.handle)) continue;
+        if (!HandOff(c, result)) {
+          refused.Add(c.handle);  // a group: every member, so any matches
+          for (const Handle& m : c.members) refused.Add(m);
+          continue;
+        }
+      }
       out.clear();
       // With offload, a group evicts only the members that were offered.
       const std::size_t expect = options_.offload ? c.members.size() : 0;
