@@ -119,12 +119,13 @@ def empty_directory(ctx):
                         "bytes_per_directory")
     own = ctx.median(runs, "BM_DirectoryW8/shared_domain:0/iterations:3",
                      "bytes_per_directory")
-    route_share = ctx.median(runs, "BM_DirectoryW8/shared_domain:1/iterations:3",
-                             "route_share")
+    first_create = ctx.median(runs, "BM_DirectoryW8/shared_domain:1/iterations:3",
+                              "after_first_create")
     return [ctx.gate(
         "directory.W8.empty_bytes", "bytes per empty GroupDirectory (default options, "
         "shared route epoch domain)", 1, 0, "GroupDirectory", "16 KiB", shared,
         16 * 1024, "bytes", higher_is_better=False, goal_value=1.0,
         criterion="report (RFC)",
-        note=(f"with its own epoch domain {own / 1024:.1f} KiB; with 1 lifecycle "
-              f"stripe (the route and the rest) {route_share / 1024:.1f} KiB"))]
+        note=(f"with its own epoch domain {own / 1024:.1f} KiB; after its first "
+              f"create (lifecycle stripes made, one object) "
+              f"{first_create / 1024:.1f} KiB"))]

@@ -1139,5 +1139,51 @@ TEST(GroupDirectoryRouteErrorTest,
   }
 }
 
+// An empty directory holds no lifecycle stripes (docs/directory.md, "Memory
+// of an empty directory"): reads never make them; the first create does, and
+// a later erase uses the same array.
+TEST(GroupDirectoryStripeTest,
+     LifecycleStripesMadeByFirstWriteNotByConstruction) {
+  using Peer = directory_internal::GroupDirectoryTestPeer;
+  DirectoryOptions options;
+  options.lifecycle_stripes = 4096;
+  GroupDirectory<TestPayload> dir(std::move(options));
+  EXPECT_FALSE(Peer::lifecycle_stripes_allocated(dir));
+  EXPECT_EQ(dir.WithObject("k", [](auto&) {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(dir.Erase("k").code(), StatusCode::kNotFound);
+  EXPECT_TRUE(dir.Pin("k").status().code() == StatusCode::kNotFound);
+  ASSERT_TRUE(dir.Create("k").ok());
+  EXPECT_TRUE(Peer::lifecycle_stripes_allocated(dir));
+  EXPECT_TRUE(dir.Erase("k", EraseOptions{.force = true}).ok());
+  ASSERT_TRUE(dir.Create("k").ok());
+  EXPECT_TRUE(dir.Pin("k").ok());
+}
+
+// First writes racing on a fresh directory each try to install the stripe
+// array; exactly one array wins and every create lands (ASan reports the
+// loser's array if it leaks; TSan the install if it races).
+TEST(GroupDirectoryStripeTest, RacingFirstWritesShareOneStripeArray) {
+  constexpr int kThreads = 4;
+  const int rounds = testing::StressIterations(20);
+  for (int round = 0; round < rounds; ++round) {
+    GroupDirectory<TestPayload> dir;
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) {
+        }
+        EXPECT_TRUE(dir.Create("key-" + std::to_string(t)).ok());
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    EXPECT_EQ(dir.object_count(), static_cast<std::size_t>(kThreads));
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_TRUE(dir.Pin("key-" + std::to_string(t)).ok());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cairn

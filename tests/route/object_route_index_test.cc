@@ -546,6 +546,74 @@ TEST(ObjectRouteIndexResizeTest, GrowsAndShrinksKeepingEveryKeyRouted) {
   EXPECT_EQ(route.Diagnostics().entries, 0u);
 }
 
+// Every intermediate state of a resize move keeps every stable key routed:
+// after each bucket store of every split (growth) and merge (shrink), a
+// reader (WithEntry, a WithEntries batch and Pin, all lock-free) run from the
+// resize's test seam finds each stable key's own entry. A move that marks the
+// old bucket Moved before the new bucket holds its keys sends such a reader
+// to an empty bucket; a stress can only hope to land in that window, this
+// lands in it at every store.
+TEST(ObjectRouteIndexResizeTest, EveryStoreOfAMoveKeepsStableKeysRouted) {
+  RouteOptions options;
+  options.bucket_count = 4;
+  Route route(options);
+  struct Probe {
+    Route* route;
+    std::vector<Owner> stable;
+    std::vector<std::string_view> keys;
+    std::size_t stores = 0;
+    std::size_t misses = 0;
+  } probe{&route, {}, {}, 0, 0};
+  for (int i = 0; i < 24; ++i) {
+    probe.stable.push_back(Make(i + 1, "stable-" + std::to_string(i)));
+    ASSERT_TRUE(
+        route.Publish(probe.stable.back()->key, probe.stable.back()).ok());
+  }
+  for (const Owner& o : probe.stable) probe.keys.push_back(o->key);
+  route_internal::ObjectRouteIndexTestPeer::SetResizeStoreHook(
+      route,
+      [](void* arg) {
+        auto* p = static_cast<Probe*>(arg);
+        ++p->stores;
+        for (const Owner& o : p->stable) {
+          p->route->WithEntry(o->key, [&](TestEntry* e) {
+            if (e != o.get()) ++p->misses;
+          });
+          if (p->route->Pin(o->key) != o) ++p->misses;
+        }
+        p->route->WithEntries(p->keys, [&](std::size_t i, TestEntry* e) {
+          if (e != p->stable[i].get()) ++p->misses;
+        });
+      },
+      &probe);
+  // Growth: 4 -> 512 buckets, every split observed.
+  std::vector<Owner> churn;
+  for (int i = 0; i < 800; ++i) {
+    churn.push_back(Make(1000 + i, "churn-" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(churn.back()->key, churn.back()).ok());
+  }
+  const RouteDiagnostics grown = route.Diagnostics();
+  const std::size_t split_stores = probe.stores;
+  EXPECT_GE(grown.resizes, 6u);
+  EXPECT_GT(split_stores, 0u);
+  EXPECT_EQ(probe.misses, 0u) << "a split left a stable key unreachable";
+  // Shrink: drain the churn keys; every merge observed.
+  for (const Owner& o : churn) {
+    ASSERT_TRUE(route.EraseIfMatch(o->key, o->id(), o.get()).ok());
+  }
+  for (int i = 0; i < 64; ++i) {  // writes drive a resize still running
+    Owner o = Make(5000 + i, "again");
+    ASSERT_TRUE(route.Publish("again", o).ok());
+    ASSERT_TRUE(route.EraseIfMatch("again", o->id(), o.get()).ok());
+  }
+  EXPECT_GT(route.Diagnostics().resizes, grown.resizes + 3);
+  EXPECT_GT(probe.stores, split_stores) << "no merge was observed";
+  EXPECT_EQ(probe.misses, 0u) << "a merge left a stable key unreachable";
+  route_internal::ObjectRouteIndexTestPeer::SetResizeStoreHook(route, nullptr,
+                                                               nullptr);
+  EXPECT_TRUE(AllFound(route, probe.stable, probe.stable.size()));
+}
+
 // A write made under the caller's locks (a budget passed) runs only bounded
 // resize work: moves and the finish, never the O(size) start, which waits
 // for ReclaimIfDue() (called with no lock held) or an unlocked write.

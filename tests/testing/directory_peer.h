@@ -20,6 +20,14 @@ class GroupDirectoryTestPeer {
       GroupDirectory<Payload, Route>& dir) noexcept {
     return dir.route_;
   }
+
+  // Whether the directory has made its lifecycle stripe array yet (it does
+  // at its first create or erase, never at construction).
+  template <typename Payload, template <typename> class Route>
+  static bool lifecycle_stripes_allocated(
+      const GroupDirectory<Payload, Route>& dir) noexcept {
+    return dir.stripes_.load(std::memory_order_acquire) != nullptr;
+  }
 };
 
 }  // namespace cairn::directory_internal

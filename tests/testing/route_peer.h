@@ -40,6 +40,17 @@ class ObjectRouteIndexTestPeer {
     route.template WithEntriesStaged<kWindow>(keys, fn);
   }
 
+  // Calls hook(arg) on the resizing thread after every bucket store of a
+  // resize move (split or merge), with the route's resize mutex and the
+  // unit's writer stripe held: the hook may read the route (lock-free) but
+  // not write it. Set before the route is shared; null clears it.
+  template <typename Entry>
+  static void SetResizeStoreHook(ObjectRouteIndex<Entry>& route,
+                                 void (*hook)(void*), void* arg) {
+    route.resize_store_hook_ = hook;
+    route.resize_store_hook_arg_ = arg;
+  }
+
   // The bucket `key` hashes to (bench/route's collision workload, W3). A
   // bench baseline that exposes its own BucketIndex() is asked directly.
   template <typename Route>

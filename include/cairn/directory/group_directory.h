@@ -95,6 +95,10 @@ struct DirectoryOptions {
   // Passed to the route: bucket and writer-stripe counts, and the epoch
   // domain it retires into (null: the route owns one).
   RouteOptions route;
+  // Lifecycle stripes (creates and erases of keys hashing to one stripe are
+  // serialised; 0 means 1). Allocated by the directory's first create or
+  // erase, not by the constructor: an empty directory holds none
+  // (docs/directory.md, "Memory of an empty directory").
   std::size_t lifecycle_stripes = 256;
   // Default VisitHandles chunk.
   std::size_t visit_chunk = 256;
@@ -182,9 +186,10 @@ class GroupDirectory {
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? options_.clock : Clock::Steady()),
         route_(options_.route),
-        stripes_(options_.lifecycle_stripes == 0 ? 1
-                                                 : options_.lifecycle_stripes) {
-  }
+        stripe_count_(
+            options_.lifecycle_stripes == 0 ? 1 : options_.lifecycle_stripes) {}
+
+  ~GroupDirectory() { delete[] stripes_.load(std::memory_order_acquire); }
 
   GroupDirectory(const GroupDirectory&) = delete;
   GroupDirectory& operator=(const GroupDirectory&) = delete;
@@ -680,13 +685,13 @@ class GroupDirectory {
   Status WithHandle(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     if (!handle) return InvalidArgumentError();
-    return Status(RunLocked<false>(handle.get(), fn));
+    return Status(RunLocked<false, /*kFromRoute=*/false>(handle.get(), fn));
   }
   template <typename Fn>
   Status WithHandleExclusive(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     if (!handle) return InvalidArgumentError();
-    return Status(RunLocked<true>(handle.get(), fn));
+    return Status(RunLocked<true, /*kFromRoute=*/false>(handle.get(), fn));
   }
 
   // Resolves `key` and runs fn only if it names the instance `token` (D5);
@@ -972,10 +977,27 @@ class GroupDirectory {
     Mutex* const mu_;
   };
 
+  // The key's lifecycle stripe. The stripe array is made by the first
+  // write that asks (one acquire load after that): racing first writes
+  // each build one and the loser frees its own.
   Mutex& StripeFor(std::string_view key) const {
+    Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    if (stripes == nullptr) [[unlikely]]
+      stripes = AllocateStripes();
     const std::uint64_t h = route_internal::MixHash(
         std::hash<std::string_view>{}(key) ^ 0x9e3779b97f4a7c15ULL);
-    return stripes_[h % stripes_.size()].mu;
+    return stripes[h % stripe_count_].mu;
+  }
+  Stripe* AllocateStripes() const {
+    Stripe* fresh = new Stripe[stripe_count_];
+    Stripe* installed = nullptr;
+    if (stripes_.compare_exchange_strong(installed, fresh,
+                                         std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+      return fresh;
+    }
+    delete[] fresh;  // another first write installed its array
+    return installed;
   }
 
   // Read-path checks: code-only statuses, which never allocate.
@@ -1034,23 +1056,29 @@ class GroupDirectory {
     return r;
   }
 
-  // The lock-and-validate core of every lookup (D1, D6).
-  template <bool kExclusive, typename Fn>
+  // The lock-and-validate core of every lookup (D1, D6): kOk exactly when
+  // fn ran. `kFromRoute`: `e` came from this directory's route, so it is
+  // one of this directory's entries (only Create publishes, with this
+  // tenant instance) and the tenant check is skipped; a handle's entry
+  // (WithHandle) may come from another directory and is checked.
+  template <bool kExclusive, bool kFromRoute = true, typename Fn>
   StatusCode RunLocked(Entry* e, Fn& fn) const {
     if constexpr (kExclusive) {
       WriterLock lock(&e->mu_);
-      if (!e->active_locked() || e->tenant_ != options_.tenant_instance) {
+      if (!e->active_locked() ||
+          (!kFromRoute && e->tenant_ != options_.tenant_instance)) {
         return StatusCode::kNotFound;
       }
       Access access(*e, clock_);
       fn(access);
     } else {
       ReaderLock lock(&e->mu_);
-      if (!e->active_locked() || e->tenant_ != options_.tenant_instance) {
+      if (!e->active_locked() ||
+          (!kFromRoute && e->tenant_ != options_.tenant_instance)) {
         return StatusCode::kNotFound;
       }
       View view(*e, clock_);
-      if (options_.read_lease_ttl.count() > 0) {
+      if (options_.read_lease_ttl.count() > 0) [[unlikely]] {
         view.GrantLease(options_.read_lease_ttl);
       }
       fn(view);
@@ -1058,8 +1086,10 @@ class GroupDirectory {
     return StatusCode::kOk;
   }
 
+  // Point lookups. The route's read is inlined into the lookup
+  // (docs/directory.md, "Cost of a lookup").
   template <bool kExclusive, typename Fn>
-  Status LookupOne(std::string_view key, Fn& fn) const {
+  [[gnu::always_inline]] Status LookupOne(std::string_view key, Fn& fn) const {
     if (Status s = CheckCall(key); !s.ok()) return s;
     StatusCode code = StatusCode::kNotFound;
     route_.WithEntry(key, [&](Entry* e) {
@@ -1081,24 +1111,21 @@ class GroupDirectory {
     return Status(code);
   }
 
+  // A routed key passed Create's key check (options_ never change), so the
+  // per-key check runs on a miss only: it decides between kNotFound and
+  // kInvalidArgument.
   template <bool kExclusive, typename Fn>
   Status LookupBatch(KeySpan keys, Fn& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     using Arg = std::conditional_t<kExclusive, Access, View>;
     route_.WithEntries(keys, [&](std::size_t i, Entry* e) {
-      StatusCode code = KeyCode(keys[i]);
-      if (code == StatusCode::kOk) {
-        if (e == nullptr) {
-          code = StatusCode::kNotFound;
-        } else {
-          bool ran = false;
-          auto run = [&](Arg& arg) {
-            ran = true;
-            fn(i, StatusCode::kOk, &arg);
-          };
-          code = RunLocked<kExclusive>(e, run);
-          if (ran) return;
-        }
+      StatusCode code = StatusCode::kNotFound;
+      if (e != nullptr) [[likely]] {
+        auto run = [&](Arg& arg) { fn(i, StatusCode::kOk, &arg); };
+        if (RunLocked<kExclusive>(e, run) == StatusCode::kOk) return;
+      } else {
+        code = KeyCode(keys[i]);
+        if (code == StatusCode::kOk) code = StatusCode::kNotFound;
       }
       fn(i, code, static_cast<Arg*>(nullptr));
     });
@@ -1370,7 +1397,9 @@ class GroupDirectory {
   const DirectoryOptions options_;
   const Clock* const clock_;
   RouteType route_;
-  mutable std::vector<Stripe> stripes_;
+  const std::size_t stripe_count_;
+  // Null until the first create or erase (StripeFor).
+  mutable std::atomic<Stripe*> stripes_{nullptr};
 
   mutable Mutex catalog_mu_;
   std::unordered_map<std::string, std::shared_ptr<Group>,

@@ -181,7 +181,7 @@ class ObjectRouteIndex {
   // routed), inside one epoch guard. Lock-free; no allocation after the
   // thread's first call.
   template <typename Fn>
-  void WithEntry(std::string_view key, Fn&& fn) const {
+  [[gnu::always_inline]] void WithEntry(std::string_view key, Fn&& fn) const {
     Guard guard = domain_->EnterOnThisThread();
     fn(Lookup(route_internal::RouteHash(key), key));
   }
@@ -455,8 +455,8 @@ class ObjectRouteIndex {
 
   // The snapshot routing `hash`, starting at `table` (loaded under the
   // caller's guard) and following `next` past buckets a resize moved.
-  static const Snapshot* Resolve(const Table* table,
-                                 std::uint64_t hash) noexcept {
+  [[gnu::always_inline]] static const Snapshot* Resolve(
+      const Table* table, std::uint64_t hash) noexcept {
     const Snapshot* s = table->at(hash).load(std::memory_order_acquire);
     while (s == Snapshot::Moved()) [[unlikely]] {
         table = table->next.load(std::memory_order_acquire);
@@ -466,10 +466,18 @@ class ObjectRouteIndex {
   }
 
   // Caller holds a guard.
-  Entry* Lookup(std::uint64_t hash, std::string_view key) const noexcept {
+  [[gnu::always_inline]] Entry* Lookup(std::uint64_t hash,
+                                       std::string_view key) const noexcept {
     const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
     const typename Snapshot::Slot* slot = s->Find(hash, key);
     return slot == nullptr ? nullptr : slot->entry;
+  }
+
+  // The full probe out of line, for the staged loop's rare hash collision
+  // (Find is always inlined; inlined here it only adds register pressure).
+  [[gnu::noinline]] static const typename Snapshot::Slot* FindCold(
+      const Snapshot* s, std::uint64_t hash, std::string_view key) noexcept {
+    return s->Find(hash, key);
   }
 
   // WithEntries with a window of kWindow keys (the bench sweeps it).
@@ -504,7 +512,7 @@ class ObjectRouteIndex {
         if (slot != nullptr && !snapshots[i]->KeyEquals(*slot, keys[base + i]))
             [[unlikely]] {
           // Another key with the same 64-bit hash: the full probe.
-          slot = snapshots[i]->Find(hashes[i], keys[base + i]);
+          slot = FindCold(snapshots[i], hashes[i], keys[base + i]);
         }
         fn(base + i, slot == nullptr ? nullptr : slot->entry);
       }
@@ -701,9 +709,12 @@ class ObjectRouteIndex {
       const Snapshot* high = nullptr;
       if (!Snapshot::Split(old, from->size(), &low, &high)) return false;
       to->at(i).store(low, std::memory_order_release);
+      ResizeStored();
       to->at(i + from->size()).store(high, std::memory_order_release);
+      ResizeStored();
       // Release: a thread that reads Moved() sees the new buckets filled.
       from->at(i).store(Snapshot::Moved(), std::memory_order_release);
+      ResizeStored();
       resize_copied_bytes_.fetch_add(RetiredCost(low) + RetiredCost(high),
                                      std::memory_order_relaxed);
     }
@@ -725,15 +736,26 @@ class ObjectRouteIndex {
       const Snapshot* merged = Snapshot::Merge(a, b);
       if (merged == nullptr) return false;
       to->at(j).store(merged, std::memory_order_release);
+      ResizeStored();
       from->at(j).store(Snapshot::Moved(), std::memory_order_release);
+      ResizeStored();
       from->at(j + to->size())
           .store(Snapshot::Moved(), std::memory_order_release);
+      ResizeStored();
       resize_copied_bytes_.fetch_add(RetiredCost(merged),
                                      std::memory_order_relaxed);
     }
     RetireMoved(a, &reserve_a);
     RetireMoved(b, &reserve_b);
     return true;
+  }
+
+  // The test seam after each bucket store of a resize move (see
+  // resize_store_hook_).
+  void ResizeStored() const {
+    if (resize_store_hook_ != nullptr) [[unlikely]] {
+      resize_store_hook_(resize_store_hook_arg_);
+    }
   }
 
   // Budget for retiring a moved snapshot, taken without waiting (the
@@ -804,6 +826,13 @@ class ObjectRouteIndex {
   std::atomic<std::uint64_t> resizes_{0};
   std::atomic<std::uint64_t> resize_copied_bytes_{0};
   std::atomic<std::uint64_t> retired_total_{0};
+  // Test seam, set only through ObjectRouteIndexTestPeer before the route
+  // is shared: called on the resizing thread after every bucket store of a
+  // split or merge (resize_mu_ and the unit's writer stripe held), so a test
+  // can read the route, lock-free as any reader racing the move, at each
+  // intermediate state. Null in every host.
+  void (*resize_store_hook_)(void*) = nullptr;
+  void* resize_store_hook_arg_ = nullptr;
 };
 
 CAIRN_NAMESPACE_END

@@ -34,7 +34,7 @@ struct KeyEq {
 
 // Spreads the key hash so bucket choice and in-bucket slot choice use
 // independent bits.
-inline std::uint64_t MixHash(std::uint64_t h) noexcept {
+[[gnu::always_inline]] inline std::uint64_t MixHash(std::uint64_t h) noexcept {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;
@@ -43,7 +43,8 @@ inline std::uint64_t MixHash(std::uint64_t h) noexcept {
   return h;
 }
 
-inline std::uint64_t RouteHash(std::string_view key) noexcept {
+[[gnu::always_inline]] inline std::uint64_t RouteHash(
+    std::string_view key) noexcept {
   return MixHash(KeyHash{}(key));
 }
 
