@@ -29,6 +29,7 @@
 #include "cairn/base/clock.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/tenant_registry.h"
+#include "cairn/epoch/epoch_domain.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"
 
@@ -506,6 +507,48 @@ TEST(SnapshotTest, H2RestoreOverTheQuotaFailsWithTheDeficitAndLoadsNothing) {
       RestoreSnapshot<TestPayload>(scratch.File("bad"), Decode, small);
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(roomy.charged(), 0u);
+}
+
+TEST(SnapshotTest, H2RestoreThatFailsHalfWayGivesBackWhatItCharged) {
+  // The route refuses creates part-way (its epoch domain is at its retired
+  // cap behind a stalled reader): the restore fails with the route's status
+  // and the host account is left as it was.
+  ScratchDir scratch;
+  ManualClock clock;
+  {
+    Dir dir(WithClock(&clock));
+    for (int i = 0; i < 400; ++i) {
+      ASSERT_TRUE(dir.Create(Key("k", i), Sized(1), Payload(i, 1)).ok());
+    }
+    ASSERT_TRUE(WriteSnapshot(dir, scratch.File("snap"), Encode).ok());
+  }
+  EpochOptions epoch_options;
+  epoch_options.name = "route";
+  epoch_options.retired_bytes_cap = 8 << 10;
+  epoch_options.reclaim_deadline = std::chrono::milliseconds(2);
+  epoch_options.stall_threshold = nanoseconds(0);
+  EpochDomain domain(epoch_options);
+  QuotaAccount quota;
+  ASSERT_TRUE(quota.Charge(3).ok());
+  Result<Participant> reader = domain.RegisterParticipant("stalled reader");
+  ASSERT_TRUE(reader.ok());
+  {
+    Guard guard = reader->Enter();
+    std::thread restorer([&] {
+      DirectoryOptions options = WithClock(&clock, &quota);
+      options.route.epoch_domain = &domain;
+      auto copy =
+          RestoreSnapshot<TestPayload>(scratch.File("snap"), Decode, options);
+      ASSERT_FALSE(copy.ok());
+      EXPECT_EQ(copy.status().code(), StatusCode::kResourceExhausted)
+          << copy.status().ToString();
+      EXPECT_NE(copy.status().message().find("restoring snapshot key"),
+                std::string_view::npos);
+    });
+    restorer.join();
+  }
+  EXPECT_EQ(quota.charged(), 3u);
+  ASSERT_TRUE(domain.Barrier().ok());
 }
 
 TEST(SnapshotTest, BadArgumentsAreRejectedWithNoFileLeftBehind) {
