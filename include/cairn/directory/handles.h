@@ -126,6 +126,9 @@ class ObjectView {
   std::uint64_t counted_bytes() const noexcept {
     return entry_.counted_bytes();
   }
+  std::uint64_t retained_bytes() const noexcept {
+    return entry_.retained_bytes();
+  }
   bool hard_pinned() const noexcept { return entry_.hard_pinned(); }
   std::uint64_t version() const noexcept {
     return entry_.version_.load(std::memory_order_relaxed);

@@ -1,0 +1,185 @@
+// Copyright 2026 The cairn Authors.
+//
+// The snapshot file (H2): its writer and its validating reader. Machinery for
+// cairn/directory/snapshot.h, which is what hosts include; docs/snapshot.md
+// has the format.
+//
+//   file    = header (64 B) | record* | trailer (32 B)
+//   record  = body bytes u32 | type u8 | 3 zero bytes | body | XXH64 u64
+//   tenant  = kTenant, then its units (a kObject singleton, or a kGroup
+//             followed by exactly its members' kObject records), then
+//             kTenantEnd with the tenant's group and object counts
+//
+// The header carries the magic, the format version and the totals (tenants,
+// groups, objects, records) and a checksum of its own fields; it is written
+// last, over a zeroed placeholder, once the totals are known. The trailer
+// carries its magic, the file length, the record count and a checksum over
+// the final header, a digest of every record byte and its own fields, so a
+// dropped, repeated or reordered record, a cut file and trailing bytes are
+// all detected. Every integer is little-endian.
+//
+// Thread safety: a writer is used by one thread. ReadSnapshotFile is a pure
+// function of the file.
+
+#ifndef CAIRN_DIRECTORY_INTERNAL_SNAPSHOT_FILE_H_
+#define CAIRN_DIRECTORY_INTERNAL_SNAPSHOT_FILE_H_
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/base/status.h"
+#include "cairn/base/version.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+static_assert(std::endian::native == std::endian::little,
+              "the snapshot format is little-endian");
+
+inline constexpr std::uint64_t kSnapshotMagic =
+    0x504e534e52494143ull;  // "CAIRNSNP"
+inline constexpr std::uint64_t kSnapshotTrailerMagic =
+    0x444e454e52494143ull;  // "CAIRNEND"
+inline constexpr std::uint32_t kSnapshotFormatVersion = 1;
+inline constexpr std::size_t kSnapshotHeaderBytes = 64;
+inline constexpr std::size_t kSnapshotTrailerBytes = 32;
+inline constexpr std::size_t kSnapshotRecordFrameBytes = 16;
+// A record body (one key and its encoded payload, say) is at most this big.
+inline constexpr std::size_t kSnapshotMaxRecordBytes = std::size_t{1} << 30;
+
+// How a snapshot is written.
+struct SnapshotWriteOptions {
+  // fdatasync the file before the rename and fsync its directory after.
+  bool sync = true;
+  // The tenant name a snapshot of a lone GroupDirectory records (a
+  // registry's or a Tenant's snapshot records the tenants' own names).
+  std::string tenant_name = "default";
+  // For tests that need a well-formed file of another format version.
+  std::uint32_t format_version = kSnapshotFormatVersion;
+};
+
+namespace directory_internal {
+
+enum class SnapshotRecordType : std::uint8_t {
+  kTenant = 1,
+  kGroup = 2,
+  kObject = 3,
+  kTenantEnd = 4,
+};
+
+// One object as stored. Leases and soft pins are stored as the time they had
+// left when the object was read (0: none), never as deadlines: a monotonic
+// clock has no origin shared with another process.
+struct SnapshotObject {
+  std::string_view key;
+  std::string_view payload;  // the host encoder's bytes
+  std::uint64_t size_bytes = 0;
+  std::uint64_t counted_bytes = 0;
+  std::uint64_t retained_bytes = 0;
+  std::int64_t lease_ttl_nanos = 0;
+  std::int64_t soft_pin_ttl_nanos = 0;
+  bool hard_pinned = false;
+};
+
+struct SnapshotTenant {
+  std::string_view name;
+  std::uint64_t instance = 0;  // the snapshotted instance's id (recorded only)
+  std::uint64_t quota_limit_bytes = 0;
+};
+
+// A singleton (empty group_name) or an explicit group: objects
+// [first, first + count) of its tenant, in file order.
+struct SnapshotUnit {
+  std::string_view group_name;
+  std::size_t first = 0;
+  std::size_t count = 0;
+};
+
+struct ParsedSnapshotTenant {
+  SnapshotTenant tenant;
+  std::vector<SnapshotUnit> units;
+  std::vector<SnapshotObject> objects;
+  std::size_t groups = 0;
+};
+
+// A validated file; every string_view points into `bytes`.
+struct ParsedSnapshot {
+  std::vector<char> bytes;
+  std::vector<ParsedSnapshotTenant> tenants;
+  std::uint64_t groups = 0;
+  std::uint64_t objects = 0;
+};
+
+// Writes a snapshot to `path` + ".tmp", then (Commit) syncs it and renames it
+// over `path`. Records are buffered and written in large chunks. Calls must
+// follow the grammar above (CAIRN_CHECK). A writer destroyed before a
+// successful Commit removes its temporary file.
+class SnapshotFileWriter {
+ public:
+  // Errors: kInvalidArgument (empty path), the open's error (kNotFound if
+  // the directory does not exist, kInternal otherwise).
+  static Result<std::unique_ptr<SnapshotFileWriter>> Create(
+      const std::string& path, const SnapshotWriteOptions& options);
+  ~SnapshotFileWriter();
+  SnapshotFileWriter(const SnapshotFileWriter&) = delete;
+  SnapshotFileWriter& operator=(const SnapshotFileWriter&) = delete;
+
+  Status BeginTenant(const SnapshotTenant& tenant);
+  // A group of `members` objects; exactly that many AddObject calls follow.
+  Status AddGroup(std::string_view name, std::size_t members);
+  Status AddObject(const SnapshotObject& object);
+  Status EndTenant();
+  // Trailer, header, sync, rename, directory sync. Errors leave `path` as it
+  // was (the temporary file is removed).
+  Status Commit();
+
+  std::uint64_t tenants() const noexcept { return tenants_; }
+  std::uint64_t groups() const noexcept { return groups_; }
+  std::uint64_t objects() const noexcept { return objects_; }
+  std::uint64_t bytes() const noexcept { return offset_; }
+
+ private:
+  SnapshotFileWriter(std::string path, std::string tmp, int fd,
+                     const SnapshotWriteOptions& options);
+  Status AppendRecord(SnapshotRecordType type, std::string_view body);
+  Status FlushBuffer();
+  void Abandon();
+
+  const std::string path_;
+  const std::string tmp_;
+  int fd_;
+  const SnapshotWriteOptions options_;
+  std::string buffer_;
+  std::string body_;
+  std::uint64_t offset_ = kSnapshotHeaderBytes;  // file bytes so far
+  std::uint64_t records_ = 0;
+  std::uint64_t tenants_ = 0;
+  std::uint64_t groups_ = 0;
+  std::uint64_t objects_ = 0;
+  std::uint64_t tenant_groups_ = 0;
+  std::uint64_t tenant_objects_ = 0;
+  std::size_t members_left_ = 0;
+  bool in_tenant_ = false;
+  bool committed_ = false;
+  struct Digest;
+  std::unique_ptr<Digest> digest_;  // XXH64 state over the record bytes
+};
+
+// Reads and validates the whole file before returning anything: header
+// (magic, checksum, version), trailer (magic, file length, checksum over
+// header, records and trailer), every record's frame and checksum, the
+// grammar, field lengths and every count. Errors: kDataLoss (corrupt,
+// truncated, trailing bytes, or a file that is not a snapshot),
+// kFailedPrecondition (a well-formed file of another format version),
+// kNotFound (no such file), kInternal (a read error).
+Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path);
+
+}  // namespace directory_internal
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_DIRECTORY_INTERNAL_SNAPSHOT_FILE_H_

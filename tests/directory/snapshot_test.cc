@@ -1,0 +1,838 @@
+// Copyright 2026 The cairn Authors.
+//
+// Snapshot and restore (H2): round trips of a directory and of a registry,
+// group lease = max member lease, non-active objects dropped, presizing,
+// quota on restore, corrupt files, and a snapshot taken while writers churn
+// (SnapshotStressTest) restored and checked against what the writers did.
+
+#include "cairn/directory/snapshot.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/base/clock.h"
+#include "cairn/directory/group_directory.h"
+#include "cairn/directory/tenant_registry.h"
+#include "cairn/epoch/epoch_domain.h"
+#include "directory/directory_testing.h"
+#include "testing/stress.h"
+
+namespace cairn {
+namespace {
+
+using testing::Key;
+using testing::TestPayload;
+using Dir = GroupDirectory<TestPayload>;
+using Handle = ObjectHandle<TestPayload>;
+using View = ObjectView<TestPayload>;
+using Access = ObjectAccess<TestPayload>;
+using Registry = TenantRegistry<TestPayload>;
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base != nullptr ? base : "/tmp") + "/cairn_snap_XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp";
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+// Replaces the file by a new one: truncating a file in place makes ext4
+// flush it on close (auto_da_alloc), which costs milliseconds per call.
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+Status Encode(const TestPayload& p, std::string* out) {
+  out->append(reinterpret_cast<const char*>(&p.value), sizeof(p.value));
+  out->append(reinterpret_cast<const char*>(&p.stamp), sizeof(p.stamp));
+  out->append(reinterpret_cast<const char*>(&p.last_writer),
+              sizeof(p.last_writer));
+  return Status::Ok();
+}
+Result<TestPayload> Decode(std::string_view bytes) {
+  TestPayload p;
+  if (bytes.size() != 24) return InvalidArgumentError("payload is 24 bytes");
+  std::memcpy(&p.value, bytes.data(), 8);
+  std::memcpy(&p.stamp, bytes.data() + 8, 8);
+  std::memcpy(&p.last_writer, bytes.data() + 16, 8);
+  return p;
+}
+
+TestPayload Payload(std::int64_t value, std::uint64_t stamp) {
+  TestPayload p;
+  p.value = value;
+  p.stamp = stamp;
+  return p;
+}
+
+CreateOptions Sized(std::uint64_t size, std::string_view group = {}) {
+  CreateOptions o;
+  o.size_bytes = size;
+  o.counted_bytes = size;
+  o.group = group;
+  return o;
+}
+
+// Everything a test compares about one restored object.
+struct Seen {
+  std::string group;  // empty: a singleton
+  std::uint64_t size = 0;
+  std::uint64_t counted = 0;
+  std::uint64_t retained = 0;
+  std::int64_t lease = 0;
+  std::int64_t soft_pin = 0;
+  bool hard_pinned = false;
+  TestPayload payload;
+};
+
+// Reads every object of `dir` (shared lock, no lease: WithHandle grants
+// read_lease_ttl, which these directories leave at 0).
+std::map<std::string, Seen> Contents(const Dir& dir) {
+  std::map<std::string, Seen> out;
+  EXPECT_TRUE(dir.VisitHandles([&](std::span<const Handle> handles) {
+                   for (const Handle& h : handles) {
+                     Seen s;
+                     if (h->group() != nullptr) {
+                       s.group = std::string(h->group()->name());
+                     }
+                     std::string key;
+                     Status st = dir.WithHandle(h, [&](const View& v) {
+                       key = std::string(v.key());
+                       s.size = v.size_bytes();
+                       s.counted = v.counted_bytes();
+                       s.retained = v.retained_bytes();
+                       s.lease = v.lease_deadline_nanos();
+                       s.soft_pin = v.soft_pin_deadline_nanos();
+                       s.hard_pinned = v.hard_pinned();
+                       s.payload = v.payload();
+                     });
+                     if (st.ok()) out.emplace(key, s);
+                   }
+                 })
+                  .ok());
+  return out;
+}
+
+DirectoryOptions WithClock(const Clock* clock, QuotaAccount* quota = nullptr) {
+  DirectoryOptions o;
+  o.clock = clock;
+  o.quota = quota;
+  return o;
+}
+
+TEST(SnapshotTest, H2RoundTripRestoresObjectsGroupsSizesPayloadsAndPins) {
+  ScratchDir scratch;
+  ManualClock clock;
+  QuotaAccount quota(1 << 20);
+  DirectoryOptions options = WithClock(&clock, &quota);
+  options.read_lease_ttl = seconds(5);  // a snapshot must not grant it
+  Dir dir(options);
+
+  CreateOptions a = Sized(10);
+  a.retained_bytes = 7;
+  a.lease_ttl = seconds(30);
+  a.soft_pin_ttl = seconds(40);
+  ASSERT_TRUE(dir.Create("a", a, Payload(1, 10)).ok());
+  CreateOptions b = Sized(20);
+  b.hard_pin = true;
+  ASSERT_TRUE(dir.Create("b", b, Payload(2, 20)).ok());
+  CreateOptions m = Sized(5, "g1");
+  m.lease_ttl = seconds(12);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(dir.Create(Key("g1/", i), m, Payload(100 + i, 5)).ok());
+  }
+  ASSERT_TRUE(dir.Create("h/0", Sized(3, "g2"), Payload(200, 3)).ok());
+  clock.Advance(seconds(10));  // a has 20 s of lease left, g1 2 s
+
+  SnapshotStats written;
+  ASSERT_TRUE(
+      WriteSnapshot(dir, scratch.File("snap"), Encode, {}, &written).ok());
+  EXPECT_EQ(written.tenants, 1u);
+  EXPECT_EQ(written.groups, 2u);
+  EXPECT_EQ(written.objects, 6u);
+  EXPECT_FALSE(std::filesystem::exists(scratch.File("snap.tmp")));
+  // Not a read: no lease was granted to anything.
+  EXPECT_TRUE(
+      dir.WithObjectExclusive(
+             "b", [](Access& x) { EXPECT_EQ(x.lease_deadline_nanos(), 0); })
+          .ok());
+
+  clock.Advance(seconds(100));  // time between snapshot and restore
+  QuotaAccount restored_quota;
+  SnapshotStats restored;
+  auto copy = RestoreSnapshot<TestPayload>(scratch.File("snap"), Decode,
+                                           WithClock(&clock, &restored_quota),
+                                           &restored);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ(restored.objects, 6u);
+  EXPECT_EQ(restored.groups, 2u);
+  EXPECT_EQ(restored.skipped_units, 0u);
+  EXPECT_EQ(restored.file_bytes, written.file_bytes);
+  const Dir& r = *copy.value();
+  EXPECT_EQ(r.object_count(), 6u);
+  EXPECT_EQ(r.group_count(), 2u);
+  EXPECT_EQ(restored_quota.charged(), 10u + 20 + 15 + 3);
+
+  const std::int64_t now = clock.NowNanos();
+  const auto got = Contents(r);
+  ASSERT_EQ(got.size(), 6u);
+  const Seen& sa = got.at("a");
+  EXPECT_EQ(sa.group, "");
+  EXPECT_EQ(sa.size, 10u);
+  EXPECT_EQ(sa.counted, 10u);
+  EXPECT_EQ(sa.retained, 7u);
+  // Leases restart from the restore's clock with the time they had left.
+  EXPECT_EQ(sa.lease, now + nanoseconds(seconds(20)).count());
+  EXPECT_EQ(sa.soft_pin, now + nanoseconds(seconds(30)).count());
+  EXPECT_FALSE(sa.hard_pinned);
+  EXPECT_EQ(sa.payload.value, 1);
+  const Seen& sb = got.at("b");
+  EXPECT_TRUE(sb.hard_pinned);
+  EXPECT_EQ(sb.lease, 0);
+  EXPECT_EQ(sb.soft_pin, 0);
+  EXPECT_EQ(sb.payload.value, 2);
+  EXPECT_EQ(sb.payload.stamp, 20u);
+  for (int i = 0; i < 3; ++i) {
+    const Seen& s = got.at(Key("g1/", i));
+    EXPECT_EQ(s.group, "g1");
+    EXPECT_EQ(s.size, 5u);
+    EXPECT_EQ(s.lease, now + nanoseconds(seconds(2)).count());
+    EXPECT_EQ(s.payload.value, 100 + i);
+  }
+  EXPECT_EQ(got.at("h/0").group, "g2");
+  // The members share one group again.
+  auto g1 = r.FindGroup("g1");
+  ASSERT_TRUE(g1.ok());
+  EXPECT_EQ(g1.value()->member_count(), 3u);
+}
+
+TEST(SnapshotTest, H2GroupLeaseIsTheLargestMemberLease) {
+  // Members of one group may store different leases (a read extends the
+  // group lease between two member reads); the restored group lease is the
+  // largest, whatever the order of the members in the file.
+  ScratchDir scratch;
+  const std::string path = scratch.File("snap");
+  {
+    auto w = directory_internal::SnapshotFileWriter::Create(path, {});
+    ASSERT_TRUE(w.ok());
+    directory_internal::SnapshotTenant t;
+    t.name = "default";
+    ASSERT_TRUE((*w)->BeginTenant(t).ok());
+    ASSERT_TRUE((*w)->AddGroup("g", 3).ok());
+    const std::int64_t leases[] = {5, 20, 10};
+    for (int i = 0; i < 3; ++i) {
+      std::string key = Key("m", i);
+      std::string payload;
+      ASSERT_TRUE(Encode(Payload(i, 1), &payload).ok());
+      directory_internal::SnapshotObject o;
+      o.key = key;
+      o.payload = payload;
+      o.size_bytes = 1;
+      o.lease_ttl_nanos = nanoseconds(seconds(leases[i])).count();
+      ASSERT_TRUE((*w)->AddObject(o).ok());
+    }
+    ASSERT_TRUE((*w)->EndTenant().ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  ManualClock clock;
+  auto copy = RestoreSnapshot<TestPayload>(path, Decode, WithClock(&clock));
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  auto g = copy.value()->FindGroup("g");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.value()->lease_deadline_nanos(),
+            clock.NowNanos() + nanoseconds(seconds(20)).count());
+}
+
+TEST(SnapshotTest, H2ObjectsNotActiveAreDroppedAndStagedUpsertsAreNot) {
+  ScratchDir scratch;
+  ManualClock clock;
+  QuotaAccount quota;
+  Dir dir(WithClock(&clock, &quota));
+  // A pending put, a pending member of a group with an active member, and
+  // an active object with a staged (uncommitted) upsert.
+  ASSERT_TRUE(dir.CreatePending("pending", Sized(4), Payload(9, 4)).ok());
+  ASSERT_TRUE(dir.Create("g/active", Sized(2, "g"), Payload(1, 2)).ok());
+  ASSERT_TRUE(
+      dir.CreatePending("g/pending", Sized(3, "g"), Payload(2, 3)).ok());
+  auto up = dir.Create("up", Sized(8), Payload(3, 8));
+  ASSERT_TRUE(up.ok());
+  ASSERT_TRUE(dir.BeginUpsert("up", up->token(), {50, 50}).ok());
+  EXPECT_EQ(quota.charged(), 4u + 2 + 3 + 8 + 50);
+
+  ASSERT_TRUE(WriteSnapshot(dir, scratch.File("snap"), Encode).ok());
+  QuotaAccount restored_quota;
+  auto copy = RestoreSnapshot<TestPayload>(scratch.File("snap"), Decode,
+                                           WithClock(&clock, &restored_quota));
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  const auto got = Contents(*copy.value());
+  EXPECT_EQ(got.count("pending"), 0u);
+  EXPECT_EQ(got.count("g/pending"), 0u);
+  ASSERT_EQ(got.count("g/active"), 1u);
+  ASSERT_EQ(got.count("up"), 1u);
+  // The committed state, not the staged one.
+  EXPECT_EQ(got.at("up").size, 8u);
+  EXPECT_EQ(got.at("up").counted, 8u);
+  EXPECT_EQ(got.at("up").payload.value, 3);
+  EXPECT_EQ(copy.value()->object_count(), 2u);
+  EXPECT_EQ(restored_quota.charged(), 2u + 8);
+}
+
+TEST(SnapshotTest, H2RestorePresizesTheRouteFromTheStoredCount) {
+  ScratchDir scratch;
+  ManualClock clock;
+  Dir dir(WithClock(&clock));
+  constexpr int kObjects = 3000;
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_TRUE(dir.Create(Key("k", i), Sized(1), Payload(i, 1)).ok());
+  }
+  ASSERT_TRUE(WriteSnapshot(dir, scratch.File("snap"), Encode).ok());
+  DirectoryOptions options = WithClock(&clock);
+  options.route.bucket_count = 64;
+  auto copy =
+      RestoreSnapshot<TestPayload>(scratch.File("snap"), Decode, options);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  const DirectoryDiagnostics d = copy.value()->Diagnostics();
+  EXPECT_EQ(d.objects, static_cast<std::size_t>(kObjects));
+  EXPECT_EQ(d.route.entries, static_cast<std::size_t>(kObjects));
+  // bit_ceil(3000): the route started there and never had to resize.
+  EXPECT_EQ(d.route.bucket_count, 4096u);
+  EXPECT_EQ(d.route.resize_target_bucket_count, 0u);
+  EXPECT_EQ(d.route.resizes, 0u);
+}
+
+TEST(SnapshotTest, H2RegistryRoundTripKeepsTenantsLimitsAndCharges) {
+  ScratchDir scratch;
+  ManualClock clock;
+  RegistryOptions options;
+  options.default_tenant_options.directory.clock = &clock;
+  Registry registry(options);
+  auto factory = [&](std::uint64_t limit) {
+    return [&clock, limit](std::string_view) -> Result<TenantOptions> {
+      TenantOptions t;
+      t.quota_limit_bytes = limit;
+      t.directory.clock = &clock;
+      return t;
+    };
+  };
+  auto red = registry.GetOrCreate("red", factory(1000));
+  auto blue = registry.GetOrCreate("blue", factory(50));
+  ASSERT_TRUE(red.ok() && blue.ok());
+  Dir& def = registry.default_tenant()->directory();
+  ASSERT_TRUE(def.Create("d", Sized(1), Payload(1, 1)).ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(
+        (*red)
+            ->directory()
+            .Create(Key("r", i), Sized(10, i < 4 ? "rg" : ""), Payload(i, 10))
+            .ok());
+  }
+  ASSERT_TRUE((*blue)->directory().Create("x", Sized(40), Payload(7, 40)).ok());
+  // Blue ends over its limit: restored over it, not refused.
+  (*blue)->quota().set_limit(30);
+  // An empty tenant is a tenant too.
+  ASSERT_TRUE(registry.GetOrCreate("empty", factory(5)).ok());
+
+  SnapshotStats written;
+  ASSERT_TRUE(
+      WriteSnapshot(registry, scratch.File("snap"), Encode, {}, &written).ok());
+  EXPECT_EQ(written.tenants, 4u);
+  EXPECT_EQ(written.objects, 12u);
+
+  RegistryOptions fresh;
+  fresh.default_tenant_options.directory.clock = &clock;
+  SnapshotStats restored;
+  auto copy = RestoreRegistrySnapshot<TestPayload>(scratch.File("snap"), Decode,
+                                                   fresh, &restored);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ(restored.tenants, 4u);
+  EXPECT_EQ(restored.objects, 12u);
+  EXPECT_EQ(restored.groups, 1u);
+  Registry& r = *copy.value();
+  EXPECT_EQ(r.size(), 4u);
+  auto r_red = r.Find("red");
+  auto r_blue = r.Find("blue");
+  auto r_empty = r.Find("empty");
+  ASSERT_TRUE(r_red.ok() && r_blue.ok() && r_empty.ok());
+  EXPECT_EQ((*r_red)->quota().limit(), 1000u);
+  EXPECT_EQ((*r_red)->quota().charged(), 100u);
+  EXPECT_EQ((*r_red)->directory().object_count(), 10u);
+  EXPECT_EQ((*r_red)->directory().group_count(), 1u);
+  EXPECT_EQ((*r_blue)->quota().limit(), 30u);
+  EXPECT_EQ((*r_blue)->quota().charged(), 40u);
+  EXPECT_EQ((*r_blue)->quota().deficit(), 10u);
+  EXPECT_EQ((*r_empty)->directory().object_count(), 0u);
+  EXPECT_EQ((*r_empty)->quota().limit(), 5u);
+  EXPECT_EQ(r.default_tenant()->directory().object_count(), 1u);
+  EXPECT_EQ(r.default_tenant()->quota().charged(), 1u);
+  const auto red_objects = Contents((*r_red)->directory());
+  EXPECT_EQ(red_objects.at("r2").group, "rg");
+  EXPECT_EQ(red_objects.at("r7").group, "");
+  EXPECT_EQ(red_objects.at("r7").payload.value, 7);
+}
+
+// ---- corrupt, truncated and refused files --------------------------------
+
+// A small snapshot with singletons, a group and payloads.
+std::string SmallSnapshot(const ScratchDir& scratch, ManualClock* clock) {
+  Dir dir(WithClock(clock));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(dir.Create(Key("s", i), Sized(i + 1), Payload(i, i + 1)).ok());
+    EXPECT_TRUE(
+        dir.Create(Key("m", i), Sized(2, "grp"), Payload(10 + i, 2)).ok());
+  }
+  const std::string path = scratch.File("good");
+  EXPECT_TRUE(WriteSnapshot(dir, path, Encode).ok());
+  return ReadFile(path);
+}
+
+// Restores `bytes` into a directory charged to `quota`; the status.
+Status TryRestore(const ScratchDir& scratch, const std::string& bytes,
+                  ManualClock* clock, QuotaAccount* quota) {
+  const std::string path = scratch.File("bad");
+  WriteFile(path, bytes);
+  auto copy =
+      RestoreSnapshot<TestPayload>(path, Decode, WithClock(clock, quota));
+  if (copy.ok()) return Status::Ok();
+  return copy.status();
+}
+
+TEST(SnapshotTest, H2CorruptOrTruncatedFileIsDataLossAndLoadsNothing) {
+  ScratchDir scratch;
+  ManualClock clock;
+  const std::string good = SmallSnapshot(scratch, &clock);
+  QuotaAccount quota;
+  ASSERT_TRUE(TryRestore(scratch, good, &clock, &quota).ok());
+  ASSERT_EQ(quota.charged(), 1u + 2 + 3 + 4 + 8);
+  QuotaAccount untouched;
+  auto expect_data_loss = [&](const std::string& bytes,
+                              const std::string& what) {
+    const Status s = TryRestore(scratch, bytes, &clock, &untouched);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << what << ": " << s.ToString();
+    EXPECT_EQ(untouched.charged(), 0u) << what;
+  };
+  std::string bad = good;
+  bad[0] ^= 1;
+  expect_data_loss(bad, "wrong magic");
+  expect_data_loss("", "empty file");
+  expect_data_loss(good + "x", "one trailing byte");
+  expect_data_loss(good + good, "a second copy appended");
+  // Every single-byte change anywhere is caught: header, frames, bodies,
+  // payloads, trailer.
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    expect_data_loss(bad, "flipped byte " + std::to_string(i));
+  }
+  // Cut at every length.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    expect_data_loss(good.substr(0, n), "truncated to " + std::to_string(n));
+  }
+}
+
+TEST(SnapshotTest, H2FileOfAnotherFormatVersionIsRefusedAndLoadsNothing) {
+  ScratchDir scratch;
+  ManualClock clock;
+  Dir dir(WithClock(&clock));
+  ASSERT_TRUE(dir.Create("k", Sized(1), Payload(1, 1)).ok());
+  SnapshotWriteOptions options;
+  options.format_version = kSnapshotFormatVersion + 1;
+  ASSERT_TRUE(WriteSnapshot(dir, scratch.File("v2"), Encode, options).ok());
+  QuotaAccount quota;
+  auto copy = RestoreSnapshot<TestPayload>(scratch.File("v2"), Decode,
+                                           WithClock(&clock, &quota));
+  ASSERT_FALSE(copy.ok());
+  EXPECT_EQ(copy.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(copy.status().message().find("version 2"), std::string_view::npos);
+  EXPECT_EQ(quota.charged(), 0u);
+}
+
+TEST(SnapshotTest, H2RestoreOverTheQuotaFailsWithTheDeficitAndLoadsNothing) {
+  ScratchDir scratch;
+  ManualClock clock;
+  const std::string good = SmallSnapshot(scratch, &clock);  // 18 bytes
+  QuotaAccount quota(15);
+  ASSERT_TRUE(quota.Charge(5).ok());  // the host's own charge
+  const Status s = TryRestore(scratch, good, &clock, &quota);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  // The whole restore's deficit (5 + 18 - 15), not one object's.
+  EXPECT_NE(s.message().find("deficit 8 bytes"), std::string_view::npos)
+      << s.ToString();
+  EXPECT_EQ(quota.charged(), 5u);
+  // A restore that fails half-way (a key this directory refuses) gives back
+  // what it charged.
+  QuotaAccount roomy;
+  DirectoryOptions small = WithClock(&clock, &roomy);
+  small.max_key_bytes = 1;
+  WriteFile(scratch.File("bad"), good);
+  auto refused =
+      RestoreSnapshot<TestPayload>(scratch.File("bad"), Decode, small);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(roomy.charged(), 0u);
+}
+
+TEST(SnapshotTest, H2RestoreThatFailsHalfWayGivesBackWhatItCharged) {
+  // The route refuses creates part-way (its epoch domain is at its retired
+  // cap behind a stalled reader): the restore fails with the route's status
+  // and the host account is left as it was.
+  ScratchDir scratch;
+  ManualClock clock;
+  {
+    Dir dir(WithClock(&clock));
+    for (int i = 0; i < 400; ++i) {
+      ASSERT_TRUE(dir.Create(Key("k", i), Sized(1), Payload(i, 1)).ok());
+    }
+    ASSERT_TRUE(WriteSnapshot(dir, scratch.File("snap"), Encode).ok());
+  }
+  EpochOptions epoch_options;
+  epoch_options.name = "route";
+  epoch_options.retired_bytes_cap = 8 << 10;
+  epoch_options.reclaim_deadline = std::chrono::milliseconds(2);
+  epoch_options.stall_threshold = nanoseconds(0);
+  EpochDomain domain(epoch_options);
+  QuotaAccount quota;
+  ASSERT_TRUE(quota.Charge(3).ok());
+  Result<Participant> reader = domain.RegisterParticipant("stalled reader");
+  ASSERT_TRUE(reader.ok());
+  {
+    Guard guard = reader->Enter();
+    std::thread restorer([&] {
+      DirectoryOptions options = WithClock(&clock, &quota);
+      options.route.epoch_domain = &domain;
+      auto copy =
+          RestoreSnapshot<TestPayload>(scratch.File("snap"), Decode, options);
+      ASSERT_FALSE(copy.ok());
+      EXPECT_EQ(copy.status().code(), StatusCode::kResourceExhausted)
+          << copy.status().ToString();
+      EXPECT_NE(copy.status().message().find("restoring snapshot key"),
+                std::string_view::npos);
+    });
+    restorer.join();
+  }
+  EXPECT_EQ(quota.charged(), 3u);
+  ASSERT_TRUE(domain.Barrier().ok());
+}
+
+TEST(SnapshotTest, BadArgumentsAreRejectedWithNoFileLeftBehind) {
+  ScratchDir scratch;
+  ManualClock clock;
+  Dir dir(WithClock(&clock));
+  ASSERT_TRUE(dir.Create("k", Sized(1), Payload(1, 1)).ok());
+  // A payload and no encoder.
+  EXPECT_EQ(WriteSnapshot(dir, scratch.File("s"), nullptr).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteSnapshot(dir, "", Encode).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteSnapshot(dir, scratch.File("no/such/dir/s"), Encode).code(),
+            StatusCode::kNotFound);
+  // An encoder error stops the snapshot; an older file stays as it was.
+  ASSERT_TRUE(WriteSnapshot(dir, scratch.File("s"), Encode).ok());
+  const std::string before = ReadFile(scratch.File("s"));
+  auto failing = [](const TestPayload&, std::string*) {
+    return AbortedError("host refused");
+  };
+  EXPECT_EQ(WriteSnapshot(dir, scratch.File("s"), failing).code(),
+            StatusCode::kAborted);
+  EXPECT_EQ(ReadFile(scratch.File("s")), before);
+  EXPECT_FALSE(std::filesystem::exists(scratch.File("s.tmp")));
+  // Restores: no such file, no decoder, a decoder error.
+  EXPECT_EQ(RestoreSnapshot<TestPayload>(scratch.File("none"), Decode)
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(
+      RestoreSnapshot<TestPayload>(scratch.File("s"), nullptr).status().code(),
+      StatusCode::kInvalidArgument);
+  auto refuse = [](std::string_view) -> Result<TestPayload> {
+    return InvalidArgumentError("bad payload");
+  };
+  EXPECT_EQ(
+      RestoreSnapshot<TestPayload>(scratch.File("s"), refuse).status().code(),
+      StatusCode::kInvalidArgument);
+  // A registry snapshot of several tenants is not one directory.
+  Registry registry;
+  ASSERT_TRUE(registry
+                  .GetOrCreate("other",
+                               [](std::string_view) -> Result<TenantOptions> {
+                                 return TenantOptions{};
+                               })
+                  .ok());
+  ASSERT_TRUE(WriteSnapshot(registry, scratch.File("reg"), Encode).ok());
+  EXPECT_EQ(
+      RestoreSnapshot<TestPayload>(scratch.File("reg"), Decode).status().code(),
+      StatusCode::kInvalidArgument);
+  // After shutdown the directory refuses, and no file is left.
+  ASSERT_TRUE(dir.Shutdown().ok());
+  EXPECT_EQ(WriteSnapshot(dir, scratch.File("late"), Encode).code(),
+            StatusCode::kUnavailable);
+  EXPECT_FALSE(std::filesystem::exists(scratch.File("late")));
+  EXPECT_FALSE(std::filesystem::exists(scratch.File("late.tmp")));
+}
+
+TEST(SnapshotTest, H2UnitRepeatingAKeyOrGroupNameIsSkippedWhole) {
+  // A key erased and created again in another unit while a snapshot ran can
+  // be met twice; the unit written first wins and later ones are skipped
+  // whole, so a group is never restored torn.
+  ScratchDir scratch;
+  const std::string path = scratch.File("snap");
+  {
+    auto w = directory_internal::SnapshotFileWriter::Create(path, {});
+    ASSERT_TRUE(w.ok());
+    directory_internal::SnapshotTenant t;
+    t.name = "default";
+    ASSERT_TRUE((*w)->BeginTenant(t).ok());
+    std::string payload;
+    ASSERT_TRUE(Encode(Payload(1, 1), &payload).ok());
+    auto add = [&](std::string_view key) {
+      directory_internal::SnapshotObject o;
+      o.key = key;
+      o.payload = payload;
+      return (*w)->AddObject(o);
+    };
+    ASSERT_TRUE(add("a").ok());
+    ASSERT_TRUE((*w)->AddGroup("g", 2).ok());  // repeats "a": skipped
+    ASSERT_TRUE(add("a").ok());
+    ASSERT_TRUE(add("b").ok());
+    ASSERT_TRUE((*w)->AddGroup("h", 1).ok());
+    ASSERT_TRUE(add("c").ok());
+    ASSERT_TRUE((*w)->AddGroup("h", 1).ok());  // repeats group "h": skipped
+    ASSERT_TRUE(add("d").ok());
+    ASSERT_TRUE((*w)->EndTenant().ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  ManualClock clock;
+  SnapshotStats stats;
+  auto copy =
+      RestoreSnapshot<TestPayload>(path, Decode, WithClock(&clock), &stats);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ(stats.skipped_units, 2u);
+  const auto got = Contents(*copy.value());
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(got.at("a").group, "");
+  EXPECT_EQ(got.at("c").group, "h");
+  EXPECT_EQ(copy.value()->group_count(), 1u);
+}
+
+// ---- a snapshot taken while writers churn ----------------------------------
+
+constexpr int kSingletonKeys = 24;
+constexpr int kGroups = 6;
+constexpr int kMembers = 4;
+
+std::string MemberKey(int group, int member) {
+  std::string key = Key("g", group);
+  key.append("/");
+  key.append(std::to_string(member));
+  return key;
+}
+
+TEST(SnapshotStressTest, H2SnapshotDuringChurnRestoresAStateTheWritersMade) {
+  ScratchDir scratch;
+  QuotaAccount quota;
+  DirectoryOptions options;
+  options.quota = &quota;
+  options.read_lease_ttl = std::chrono::milliseconds(1);
+  Dir dir(options);
+  testing::Watchdog watchdog(testing::kWatchdogBound, "snapshot churn");
+
+  // What each writer made visible, per key: (payload value, size). A state
+  // is logged before it can become visible. Singleton writers own the keys
+  // i % kWriters == w; the group writer owns every group.
+  constexpr int kWriters = 2;
+  std::vector<
+      std::map<std::string, std::set<std::pair<std::int64_t, std::uint64_t>>>>
+      singleton_log(kWriters);
+  std::map<int, std::set<std::int64_t>> group_log;  // generations per group
+  std::atomic<std::int64_t> generation{1};
+  std::atomic<bool> stop{false};
+
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(77 + w);
+      auto& log = singleton_log[w];
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int i =
+            static_cast<int>(rng() % (kSingletonKeys / kWriters)) * kWriters +
+            w;
+        const std::string key = Key("s", i);
+        const std::int64_t gen = generation.fetch_add(1);
+        const std::uint64_t size = 1 + rng() % 1000;
+        auto pinned = dir.Pin(key);
+        const int op = static_cast<int>(rng() % 8);
+        if (!pinned.ok()) {
+          if (op < 2) {  // a put that is aborted: never visible
+            auto p = dir.CreatePending(key, Sized(size), Payload(gen, size));
+            if (p.ok()) {
+              EXPECT_TRUE(dir.Abort(key, p->token()).ok());
+            }
+          } else if (op < 4) {  // a two-phase put that commits
+            log[key].insert({gen, size});
+            auto p = dir.CreatePending(key, Sized(size), Payload(gen, size));
+            if (p.ok()) {
+              EXPECT_TRUE(dir.Commit(key, p->token()).ok());
+            }
+          } else {
+            log[key].insert({gen, size});
+            EXPECT_TRUE(dir.Create(key, Sized(size), Payload(gen, size)).ok());
+          }
+          continue;
+        }
+        const ObjectToken token = pinned->token();
+        if (op < 3) {
+          EXPECT_TRUE(dir.Erase(key, EraseOptions{true}).ok());
+        } else if (op < 4) {  // staged, then dropped: never visible
+          if (dir.BeginUpsert(key, token, {size, size}).ok()) {
+            EXPECT_TRUE(dir.AbortUpsert(key, token).ok());
+          }
+        } else {
+          log[key].insert({gen, size});
+          if (dir.BeginUpsert(key, token, {size, size}).ok()) {
+            EXPECT_TRUE(dir.CommitUpsert(key, token,
+                                         [&](Access& a) {
+                                           a.payload() = Payload(gen, size);
+                                         })
+                            .ok());
+          }
+        }
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    std::mt19937_64 rng(99);
+    std::vector<bool> present(kGroups, false);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int g = static_cast<int>(rng() % kGroups);
+      const std::string name = Key("g", g);
+      if (present[g]) {
+        EXPECT_TRUE(dir.EraseGroup(name, EraseOptions{true}).ok());
+        present[g] = false;
+        continue;
+      }
+      // Members join one by one, in order: at any instant the group holds
+      // members 0..k of one generation.
+      const std::int64_t gen = generation.fetch_add(1);
+      group_log[g].insert(gen);
+      for (int m = 0; m < kMembers; ++m) {
+        EXPECT_TRUE(dir.Create(MemberKey(g, m), Sized(gen % 97 + 1, name),
+                               Payload(gen, gen % 97 + 1))
+                        .ok());
+      }
+      present[g] = true;
+    }
+  });
+  threads.emplace_back([&] {  // readers grant leases while snapshots run
+    std::mt19937_64 rng(5);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::string key =
+          rng() % 2 == 0 ? Key("s", static_cast<int>(rng() % kSingletonKeys))
+                         : MemberKey(static_cast<int>(rng() % kGroups), 0);
+      dir.WithObject(key,
+                     [](const View& v) {
+                       EXPECT_EQ(v.payload().stamp, v.size_bytes());
+                     })
+          .IgnoreError();
+    }
+  });
+
+  const int kSnapshots = testing::kUnderTsan ? 3 : 6;
+  const auto pause = testing::StressDuration(40);
+  for (int s = 0; s < kSnapshots; ++s) {
+    std::this_thread::sleep_for(pause);
+    SnapshotWriteOptions write;
+    write.sync = false;
+    ASSERT_TRUE(
+        WriteSnapshot(dir, scratch.File(Key("snap", s)), Encode, write).ok());
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+
+  std::map<std::string, std::set<std::pair<std::int64_t, std::uint64_t>>>
+      singletons;
+  for (auto& log : singleton_log) singletons.merge(log);
+  std::size_t restored_objects = 0;
+  for (int s = 0; s < kSnapshots; ++s) {
+    SCOPED_TRACE("snapshot " + std::to_string(s));
+    QuotaAccount restored_quota;
+    DirectoryOptions ro;
+    ro.quota = &restored_quota;
+    SnapshotStats stats;
+    auto copy = RestoreSnapshot<TestPayload>(scratch.File(Key("snap", s)),
+                                             Decode, ro, &stats);
+    ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+    const auto got = Contents(*copy.value());
+    std::map<std::string, std::map<int, std::int64_t>> groups;
+    std::uint64_t counted = 0;
+    for (const auto& [key, seen] : got) {
+      counted += seen.counted;
+      // One object's size and payload were read together (stamp == size)
+      // and were a state its writer made.
+      EXPECT_EQ(seen.payload.stamp, seen.size) << key;
+      EXPECT_EQ(seen.counted, seen.size) << key;
+      if (key[0] == 's') {
+        EXPECT_EQ(seen.group, "") << key;
+        EXPECT_EQ(singletons[key].count({seen.payload.value, seen.size}), 1u)
+            << key << " holds a state no writer made";
+      } else {
+        const int g = std::stoi(key.substr(1, key.find('/') - 1));
+        const int m = std::stoi(key.substr(key.find('/') + 1));
+        EXPECT_EQ(seen.group, Key("g", g)) << key;
+        groups[seen.group][m] = seen.payload.value;
+        EXPECT_EQ(group_log[g].count(seen.payload.value), 1u) << key;
+      }
+    }
+    // Each group was read at one instant: members 0..k of one generation.
+    for (const auto& [name, members] : groups) {
+      int expect = 0;
+      for (const auto& [m, gen] : members) {
+        EXPECT_EQ(m, expect++) << name << " is torn";
+        EXPECT_EQ(gen, members.begin()->second) << name << " mixes instances";
+      }
+    }
+    EXPECT_EQ(restored_quota.charged(), counted);  // Q2 after restore
+    EXPECT_EQ(copy.value()->group_count(), groups.size());
+    restored_objects += got.size();
+  }
+  EXPECT_GT(restored_objects, 0u);
+}
+
+}  // namespace
+}  // namespace cairn
