@@ -62,6 +62,7 @@
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
+#include "cairn/directory/durable_log.h"
 #include "cairn/directory/group_entry.h"
 #include "cairn/directory/handles.h"
 #include "cairn/directory/object_entry.h"
@@ -111,6 +112,12 @@ struct DirectoryOptions {
   // A two-phase put or upsert not committed within this time is aborted by
   // ReapPendingPuts(); 0: never reaped.
   std::chrono::nanoseconds pending_put_timeout{0};
+  // H1 (docs/durable_log.md): every change a reader can see (create, commit,
+  // upsert, erase, group erase, eviction) is reserved in this log before
+  // any directory lock and appended under the object lock before it becomes
+  // visible; a failed reservation or append changes nothing. Null: no log
+  // (one null test per mutation). Must outlive the directory.
+  DurableLog* durable_log = nullptr;
 };
 
 // The staged state of an upsert (BeginUpsert): what the object will count
@@ -213,6 +220,7 @@ class GroupDirectory {
   }
 
  private:
+  class LogStep;  // H1: defined with the durable log helpers below
   Result<Handle> CreateImpl(std::string_view key, const CreateOptions& options,
                             Payload payload, bool pending) {
     if (Status s = CheckCall(key); !s.ok()) return s;
@@ -237,6 +245,22 @@ class GroupDirectory {
                           : directory_internal::Ledger::kCommitted;
     init.pending_since_nanos = now;
 
+    // H1: reserved before the charge and any lock, the payload encoded here
+    // (off-lock); a pending put is invisible and logs at Commit instead.
+    LogStep log;  // cancels on every failure return, after the locks
+    std::string payload_bytes;
+    if (!pending && options_.durable_log != nullptr) {
+      if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
+        DurablePayloadCodec<Payload>::Encode(payload, &payload_bytes);
+      }
+      if (Status s =
+              log.Reserve(options_.durable_log,
+                          DurableRecordBytes(key.size(), options.group.size(),
+                                             payload_bytes.size()));
+          !s.ok()) {
+        return s;
+      }
+    }
     // Q1/Q3: charged first, lock-free, and refunded if the create fails.
     if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
     RetryPendingUnlinks();
@@ -249,9 +273,10 @@ class GroupDirectory {
     }
     Result<Handle> made =
         CreateWithBudget(key, options, std::move(init), std::move(payload),
-                         &budget.value(), pending);
+                         &budget.value(), pending, &log, payload_bytes);
     if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
     route_.ReclaimIfDue();
+    if (made.ok()) FinalizeLog(&log, made.value().token());
     return made;
   }
 
@@ -284,16 +309,29 @@ class GroupDirectory {
       return NotFoundError();
     }
     Entry* e = owner.get();
-    WriterLock lock(&e->mu_);
-    if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kCreating) {
-      return FailedPreconditionError("object is not kCreating");
+    LogStep log;  // H1: reserved before the object lock
+    if (Status s = ReserveLog(&log, key, e); !s.ok()) return s;
+    {
+      WriterLock lock(&e->mu_);
+      if (e->lifecycle_.load(std::memory_order_relaxed) !=
+          Lifecycle::kCreating) {
+        return FailedPreconditionError("object is not kCreating");
+      }
+      directory_internal::Ledger& ledger = e->ledger_;
+      if (Status s =
+              AppendLogged(&log, DurableOp::kCommit, e,
+                           e->version_.load(std::memory_order_relaxed) + 1,
+                           e->size_bytes_, ledger.pending, LogPayload::kEntry);
+          !s.ok()) {
+        return s;
+      }
+      e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+      ledger.state = directory_internal::Ledger::kCommitted;
+      ledger.pending = 0;
+      e->SetLifecycle(Lifecycle::kActive);
+      e->version_.fetch_add(1, std::memory_order_relaxed);
     }
-    directory_internal::Ledger& ledger = e->ledger_;
-    e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
-    ledger.state = directory_internal::Ledger::kCommitted;
-    ledger.pending = 0;
-    e->SetLifecycle(Lifecycle::kActive);
-    e->version_.fetch_add(1, std::memory_order_relaxed);
+    FinalizeLog(&log, token);
     return Status::Ok();
   }
 
@@ -347,6 +385,9 @@ class GroupDirectory {
   // kUnavailable. Same callback rules as WithObjectExclusive.
   template <typename Fn>
   Status CommitUpsert(std::string_view key, ObjectToken token, Fn&& fn) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    LogStep log;  // H1: reserved before the object lock
+    if (Status s = ReserveLog(&log, key, nullptr); !s.ok()) return s;
     Status refused;
     auto commit = [&](Access& access) {
       Entry& e = access.entry_;
@@ -354,6 +395,16 @@ class GroupDirectory {
       directory_internal::Ledger& ledger = e.ledger_;
       if (!ledger.upsert_pending) {
         refused = FailedPreconditionError("no upsert is pending");
+        return;
+      }
+      // The record carries the staged envelope; fn installs the payload
+      // only once it is appended (the payload itself is not logged here).
+      if (Status s = AppendLogged(
+              &log, DurableOp::kUpsert, &e,
+              e.version_.load(std::memory_order_relaxed) + 1,
+              ledger.pending_size, ledger.pending, LogPayload::kNone);
+          !s.ok()) {
+        refused = std::move(s);
         return;
       }
       if (Status s = RefundQuota(e.counted_bytes()); !s.ok()) {
@@ -368,6 +419,7 @@ class GroupDirectory {
       fn(access);
     };
     Status s = LookupToken<true>(key, token, commit);
+    if (s.ok() && refused.ok()) FinalizeLog(&log, token);
     return s.ok() ? refused : s;
   }
   Status CommitUpsert(std::string_view key, ObjectToken token) {
@@ -548,6 +600,8 @@ class GroupDirectory {
     if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
     Entry* c = candidate.get();
     Group* group = c->group();
+    LogStep log;  // H1: reserved before the group and object locks
+    if (Status s = ReserveLog(&log, c->key(), c); !s.ok()) return s.code();
     const std::int64_t now = clock_->NowNanos();
     std::vector<Removal> removals;
     WriteBudget none;
@@ -557,6 +611,7 @@ class GroupDirectory {
         if (!c->active_locked()) return StatusCode::kNotFound;
         if (c->version_.load(std::memory_order_relaxed) != census_version ||
             !Evictable(c, now, allow_soft_pinned) || !StillRouted(c) ||
+            !AppendLoggedRemoval(&log, DurableOp::kEvict, c).ok() ||
             !ReleaseLedger(c).ok()) {
           return StatusCode::kAborted;
         }
@@ -587,6 +642,9 @@ class GroupDirectory {
         ok = Evictable(e, now, allow_soft_pinned);
       }
       if (ok) {
+        ok = AppendLoggedGroup(&log, DurableOp::kEvict, group, members).ok();
+      }
+      if (ok) {
         std::uint64_t charged = 0;
         for (Entry* e : members) charged += ChargedBytes(e);
         ok = RefundQuota(charged).ok();
@@ -613,6 +671,7 @@ class GroupDirectory {
       groups_.fetch_sub(1, std::memory_order_relaxed);
     }
     route_.ReclaimIfDue();
+    FinalizeLog(&log, removals);  // before the removal callbacks
     for (Removal& r : removals) RunRemovedCallback(r);
     return StatusCode::kOk;
   }
@@ -622,7 +681,8 @@ class GroupDirectory {
                                   const CreateOptions& options,
                                   directory_internal::EntryInit init,
                                   Payload payload, WriteBudget* budget,
-                                  bool pending) {
+                                  bool pending, LogStep* log,
+                                  std::string_view payload_bytes) {
     Owner routed;  // outlives the stripe: its release may free an entry
     // An entry that failed to publish is destroyed (its payload destructor
     // is host code) only after the group lock and the stripe are released
@@ -647,11 +707,15 @@ class GroupDirectory {
       init.id = NextObjectId();
       Owner owner =
           std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
-      if (!pending) Activate(owner.get());
+      // H1: the record is appended under the new entry's lock before the
+      // entry is routed; a failed append publishes nothing.
+      Status s = pending ? Status::Ok()
+                         : ActivateLogged(owner.get(), log, payload_bytes);
       // The stripe serialises creates of this key, so only a route error
       // (back-pressure, shutdown) can refuse the slot; then nothing was
       // published.
-      if (Status s = route_.Publish(key, owner, budget); !s.ok()) {
+      if (s.ok()) s = route_.Publish(key, owner, budget);
+      if (!s.ok()) {
         unpublished_owner = std::move(owner);  // released after the stripe
         return s;
       }
@@ -678,8 +742,10 @@ class GroupDirectory {
       init.lease_deadline_nanos = 0;  // a member's lease is the group's
       Entry* entry = group->AddMember(std::move(init), std::move(payload));
       Owner owner(group, entry);  // aliasing: keeps the group alive
-      if (!pending) Activate(entry);
-      if (Status s = route_.Publish(key, owner, budget); !s.ok()) {
+      Status s =
+          pending ? Status::Ok() : ActivateLogged(entry, log, payload_bytes);
+      if (s.ok()) s = route_.Publish(key, owner, budget);
+      if (!s.ok()) {
         // Never routed, so nobody else saw it: drop it again. A group this
         // create made is torn down with it. A lease it granted the group
         // stays (P1: a deadline never moves earlier, and other members'
@@ -839,6 +905,8 @@ class GroupDirectory {
   // VisitHandles.
   Status Erase(std::string_view key, EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
+    LogStep log;  // H1: reserved before the stripe
+    if (Status s = ReserveLog(&log, key, nullptr); !s.ok()) return s;
     RetryPendingUnlinks();
     Result<WriteBudget> budget = route_.PrepareWrite(key);
     if (!budget.ok()) return std::move(budget).status();
@@ -848,12 +916,15 @@ class GroupDirectory {
       StripeLock stripe(&StripeFor(key), &stripe_waits_);
       owner = route_.Pin(key);
       if (owner == nullptr) return NotFoundError();
-      if (Status s = EraseInstance(owner, options, &removal, &budget.value());
+      if (Status s = EraseInstance(
+              owner, options, &removal, &budget.value(), Lifecycle::kActive,
+              std::numeric_limits<std::int64_t>::max(), &log);
           !s.ok()) {
         return s;
       }
     }
     route_.ReclaimIfDue();
+    FinalizeLog(&log, removal.info.token);  // before the removal callback
     FinishRemoval(removal);
     return Status::Ok();
   }
@@ -872,6 +943,8 @@ class GroupDirectory {
                       EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (entry == nullptr) return InvalidArgumentError();
+    LogStep log;  // H1: reserved before the stripe
+    if (Status s = ReserveLog(&log, key, nullptr); !s.ok()) return s;
     RetryPendingUnlinks();
     Result<WriteBudget> budget = route_.PrepareWrite(key);
     if (!budget.ok()) return std::move(budget).status();
@@ -883,12 +956,15 @@ class GroupDirectory {
       if (owner == nullptr || owner.get() != entry || owner->id() != id) {
         return NotFoundError();
       }
-      if (Status s = EraseInstance(owner, options, &removal, &budget.value());
+      if (Status s = EraseInstance(
+              owner, options, &removal, &budget.value(), Lifecycle::kActive,
+              std::numeric_limits<std::int64_t>::max(), &log);
           !s.ok()) {
         return s;
       }
     }
     route_.ReclaimIfDue();
+    FinalizeLog(&log, removal.info.token);  // before the removal callback
     FinishRemoval(removal);
     return Status::Ok();
   }
@@ -903,6 +979,8 @@ class GroupDirectory {
   // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
   Status EraseGroup(std::string_view name, EraseOptions options = {}) {
     if (Status s = CheckCall(name); !s.ok()) return s;
+    LogStep log;  // H1: reserved before the catalog and the group
+    if (Status s = ReserveLog(&log, name, nullptr); !s.ok()) return s;
     RetryPendingUnlinks();
     std::shared_ptr<Group> group;
     {
@@ -933,10 +1011,16 @@ class GroupDirectory {
       const bool leased =
           !options.force && group->lease_deadline_.load(
                                 std::memory_order_relaxed) > clock_->NowNanos();
+      // H1: one record names every member, appended before anything moves.
+      Status appended;
+      if (!leased) {
+        appended = AppendLoggedGroup(&log, DurableOp::kEraseGroup, group.get(),
+                                     members);
+      }
       // Q2: the members' charges leave the account in one release, or the
       // group stays as it was.
       bool mismatch = false;
-      if (!leased) {
+      if (!leased && appended.ok()) {
         std::uint64_t charged = 0;
         for (Entry* e : members) charged += ChargedBytes(e);
         if (!RefundQuota(charged).ok()) {
@@ -945,7 +1029,7 @@ class GroupDirectory {
           for (Entry* e : members) MarkLedgerReleased(e);
         }
       }
-      if (!leased && !mismatch) {
+      if (!leased && !mismatch && appended.ok()) {
         removals.reserve(members.size());
         for (Entry* e : members) {
           MarkRemoving(e);
@@ -956,6 +1040,7 @@ class GroupDirectory {
         UnlockObject(*it);
       }
       if (leased) return FailedPreconditionError("group lease has not expired");
+      if (!appended.ok()) return appended;
       if (mismatch) return FailedPreconditionError("quota ledger mismatch");
       group->explicit_teardown_ = true;
       group->SetLifecycle(Lifecycle::kRemoving);
@@ -969,6 +1054,7 @@ class GroupDirectory {
     route_.ReclaimIfDue();
     objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
     groups_.fetch_sub(1, std::memory_order_relaxed);
+    FinalizeLog(&log, removals);  // before the removal callbacks
     for (Removal& r : removals) RunRemovedCallback(r);
     return Status::Ok();
   }
@@ -1222,13 +1308,18 @@ class GroupDirectory {
   Status EraseInstance(
       const Owner& owner, const EraseOptions& options, Removal* removal,
       WriteBudget* budget, Lifecycle expect = Lifecycle::kActive,
-      std::int64_t pending_cutoff = std::numeric_limits<std::int64_t>::max()) {
+      std::int64_t pending_cutoff = std::numeric_limits<std::int64_t>::max(),
+      LogStep* log = nullptr) {
     Entry* e = owner.get();
     Group* group = e->group();
     if (group == nullptr) {
       {
         WriterLock lock(&e->mu_);
         if (Status s = CheckErasable(e, options, expect, pending_cutoff);
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e);
             !s.ok()) {
           return s;
         }
@@ -1247,6 +1338,10 @@ class GroupDirectory {
       {
         WriterLock lock(&e->mu_);
         if (Status s = CheckErasable(e, options, expect, pending_cutoff);
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e);
             !s.ok()) {
           return s;
         }
@@ -1329,6 +1424,146 @@ class GroupDirectory {
     x.counted_bytes = e->counted_bytes();
     x.payload = std::move(e->payload_);
     return x;
+  }
+
+  // ---- durable log (H1, docs/durable_log.md) ----
+
+  // One logged change: reserved before any directory lock, its record
+  // built and appended under the object lock(s), finalized after every lock
+  // is released and before any removal callback. Declared before a
+  // mutation's first lock, so the destructor, which cancels a reservation
+  // that was not finalized (every failure path), runs off-lock. Without a
+  // log each step is one null test.
+  class LogStep {
+   public:
+    LogStep() = default;
+    LogStep(const LogStep&) = delete;
+    LogStep& operator=(const LogStep&) = delete;
+    ~LogStep() {
+      if (log_ != nullptr) log_->Cancel(reservation_);
+    }
+    bool active() const noexcept { return log_ != nullptr; }
+    Status Reserve(DurableLog* log, std::size_t bytes) {
+      if (log == nullptr) return Status::Ok();
+      Result<LogReservation> r = log->Reserve(bytes);
+      if (!r.ok()) return std::move(r).status();
+      log_ = log;
+      reservation_ = *r;
+      record_.reserve(bytes);
+      return Status::Ok();
+    }
+    std::string* record() noexcept { return &record_; }
+    Status Append() { return log_->Append(reservation_, record_); }
+    void Finalize(std::span<const ObjectToken> tokens) {
+      DurableLog* log = std::exchange(log_, nullptr);
+      if (log != nullptr) log->Finalize(reservation_, tokens);
+    }
+
+   private:
+    DurableLog* log_ = nullptr;
+    LogReservation reservation_;
+    std::string record_;
+  };
+
+  // Which payload bytes a record carries.
+  enum class LogPayload : std::uint8_t {
+    kNone,   // none (removals; the envelope of an upsert)
+    kEntry,  // the entry's payload, encoded under its lock (Commit)
+    kGiven,  // bytes encoded before any lock (Create)
+  };
+
+  // Reserves a one-object record for `key` (e's group name, if known).
+  Status ReserveLog(LogStep* log, std::string_view key, const Entry* e) {
+    if (options_.durable_log == nullptr) return Status::Ok();
+    const std::size_t name =
+        e != nullptr && e->group() != nullptr ? e->group()->name().size() : 0;
+    return log->Reserve(options_.durable_log,
+                        DurableRecordBytes(key.size(), name, 0));
+  }
+  void BeginLogged(LogStep* log, DurableOp op, const Group* group,
+                   std::uint32_t count) const {
+    log->record()->clear();
+    BeginDurableRecord(op, options_.tenant_instance,
+                       group == nullptr ? kNoGroup : group->id(),
+                       group == nullptr ? std::string_view() : group->name(),
+                       count, log->record());
+  }
+  // Caller holds e's lock exclusively.
+  void AddLogged(LogStep* log, const Entry* e, std::uint64_t version,
+                 std::uint64_t size, std::uint64_t counted, LogPayload payload,
+                 std::string_view given) const {
+    e->mu_.AssertHeld();
+    DurableObjectState state;
+    state.object = e->id();
+    state.version = version;
+    state.size_bytes = size;
+    state.counted_bytes = counted;
+    state.key = e->key();
+    state.payload_logged = DurablePayloadCodec<Payload>::kLogsPayload &&
+                           payload != LogPayload::kNone;
+    if (state.payload_logged && payload == LogPayload::kEntry) {
+      std::string bytes;
+      DurablePayloadCodec<Payload>::Encode(e->payload_, &bytes);
+      AddDurableObject(state, bytes, log->record());
+    } else {
+      AddDurableObject(state, given, log->record());
+    }
+  }
+  // Appends e's post-state as a one-object record. Caller holds e's lock
+  // exclusively; nothing has changed yet, so an error changes nothing.
+  Status AppendLogged(LogStep* log, DurableOp op, const Entry* e,
+                      std::uint64_t version, std::uint64_t size,
+                      std::uint64_t counted, LogPayload payload,
+                      std::string_view given = {}) {
+    if (log == nullptr || !log->active()) return Status::Ok();
+    BeginLogged(log, op, e->group(), 1);
+    AddLogged(log, e, version, size, counted, payload, given);
+    return log->Append();
+  }
+  // The removal of e, with the state it has. Caller holds e's lock
+  // exclusively.
+  Status AppendLoggedRemoval(LogStep* log, DurableOp op, const Entry* e) {
+    if (log == nullptr || !log->active()) return Status::Ok();
+    e->mu_.AssertHeld();
+    return AppendLogged(log, op, e, e->version_.load(std::memory_order_relaxed),
+                        e->size_bytes_, e->counted_bytes(), LogPayload::kNone);
+  }
+  // The removal of every member, in one record. Caller holds the group lock
+  // and every member's lock exclusively.
+  Status AppendLoggedGroup(LogStep* log, DurableOp op, const Group* group,
+                           const std::vector<Entry*>& members) {
+    if (!log->active()) return Status::Ok();
+    BeginLogged(log, op, group, static_cast<std::uint32_t>(members.size()));
+    for (const Entry* e : members) {
+      e->mu_.AssertHeld();
+      AddLogged(log, e, e->version_.load(std::memory_order_relaxed),
+                e->size_bytes_, e->counted_bytes(), LogPayload::kNone, {});
+    }
+    return log->Append();
+  }
+  // Activates a new, unrouted entry; with a log, first appends its create
+  // record under the entry's lock.
+  Status ActivateLogged(Entry* e, LogStep* log, std::string_view payload) {
+    WriterLock lock(&e->mu_);
+    if (Status s = AppendLogged(log, DurableOp::kCreate, e,
+                                e->version_.load(std::memory_order_relaxed),
+                                e->size_bytes_, e->counted_bytes(),
+                                LogPayload::kGiven, payload);
+        !s.ok()) {
+      return s;
+    }
+    e->SetLifecycle(Lifecycle::kActive);
+    return Status::Ok();
+  }
+  static void FinalizeLog(LogStep* log, ObjectToken token) {
+    if (log->active()) log->Finalize(std::span<const ObjectToken>(&token, 1));
+  }
+  static void FinalizeLog(LogStep* log, const std::vector<Removal>& removals) {
+    if (!log->active()) return;
+    std::vector<ObjectToken> tokens;
+    tokens.reserve(removals.size());
+    for (const Removal& r : removals) tokens.push_back(r.info.token);
+    log->Finalize(tokens);
   }
 
   // ---- quota ledger (Q1-Q3) ----

@@ -1,0 +1,270 @@
+// Copyright 2026 The cairn Authors.
+//
+// DurableLog: the hook through which a GroupDirectory writes every change a
+// reader can see to a log before any reader can see it (H1,
+// docs/durable_log.md). The directory drives one protocol per change:
+//
+//   Reserve(bytes)          with no directory lock held; may allocate, may
+//                           wait for room, may fail (nothing changes then)
+//   Append(r, record)       under the changed object's exclusive lock (and,
+//                           for a create, its stripe and group), before the
+//                           change is visible; copies the record, never
+//                           does I/O; may fail (nothing changes then)
+//   Finalize(r, tokens)     with no lock held, after the change took effect
+//                           and before any removal callback; returns once
+//                           the record is durable
+//   Cancel(r)               with no lock held, when the change did not take
+//                           effect; a record appended under `r` is void and
+//                           never becomes durable
+//
+// Every successful Reserve is ended by exactly one Finalize or Cancel.
+// Records of one key reach the log in the order their changes became
+// visible: each is appended inside the critical section that makes its
+// change (docs/concurrency.md, "Durable log").
+//
+// This header also holds the record body format (a small, versioned,
+// little-endian encoding every log stores verbatim), the payload codec a host
+// specialises to log its payload bytes, and InMemoryDurableLog, a log for
+// tests with failure injection.
+//
+// Thread safety: DurableLog implementations are safe from any thread; the
+// encoding functions are pure.
+
+#ifndef CAIRN_DIRECTORY_DURABLE_LOG_H_
+#define CAIRN_DIRECTORY_DURABLE_LOG_H_
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
+#include "cairn/base/thread_annotations.h"
+#include "cairn/base/version.h"
+#include "cairn/directory/object_entry.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+static_assert(std::endian::native == std::endian::little,
+              "the durable record format is little-endian");
+
+// Room for one record, from Reserve to Finalize or Cancel. `id` is the log's
+// own name for it (never 0 for a granted reservation); `bytes` what was
+// asked for.
+struct LogReservation {
+  std::uint64_t id = 0;
+  std::uint64_t bytes = 0;
+};
+
+class DurableLog {
+ public:
+  virtual ~DurableLog() = default;
+
+  // Reserves room for a record of about `bytes` bytes (a record may be
+  // longer: a payload encoded under the lock is not known here). Called with
+  // no directory lock held. An error leaves the directory unchanged and is
+  // returned to the caller of the mutation.
+  virtual Result<LogReservation> Reserve(std::size_t bytes) = 0;
+  // Appends `record` (a body, see EncodeDurableRecord) under `reservation`.
+  // Called under object locks: must not do I/O or wait for anything but the
+  // log's own leaf lock. An error leaves the directory unchanged (the
+  // directory then calls Cancel).
+  virtual Status Append(const LogReservation& reservation,
+                        std::string_view record) = 0;
+  // The change logged under `reservation` took effect; `tokens` names the
+  // object instances it changed (one, or a group's members). Called with no
+  // lock held; returns once the record is durable. A log that cannot make it
+  // durable must refuse every later Reserve (a sticky error) and report the
+  // failure through its own interface: the change is already visible.
+  virtual void Finalize(const LogReservation& reservation,
+                        std::span<const ObjectToken> tokens) = 0;
+  // The change did not take effect: releases the room and voids a record
+  // appended under `reservation`. Called with no lock held.
+  virtual void Cancel(const LogReservation& reservation) noexcept = 0;
+};
+
+// What a record says happened.
+enum class DurableOp : std::uint8_t {
+  kCreate = 1,      // one object became kActive (Create)
+  kCommit = 2,      // a two-phase put became kActive (Commit)
+  kUpsert = 3,      // an active object took its staged state (CommitUpsert)
+  kErase = 4,       // one object was removed (Erase, EraseIfMatch)
+  kEraseGroup = 5,  // every member of a group was removed (EraseGroup)
+  kEvict = 6,       // an eviction commit removed an object or whole group
+};
+
+// One object's post-state in a record. For removals it is the state the
+// object had when it was removed.
+struct DurableObjectState {
+  ObjectId object = 0;
+  std::uint64_t version = 0;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t counted_bytes = 0;
+  std::string_view key;
+  // The host's payload bytes (DurablePayloadCodec); empty when
+  // payload_logged is false.
+  bool payload_logged = false;
+  std::string_view payload;
+};
+
+// A decoded record; the views point into the decoded bytes.
+struct DurableRecordView {
+  DurableOp op = DurableOp::kCreate;
+  TenantInstanceId tenant = 0;
+  GroupId group = kNoGroup;
+  std::string_view group_name;  // empty for a singleton
+  std::vector<DurableObjectState> objects;
+};
+
+inline constexpr std::uint32_t kDurableRecordVersion = 1;
+// version u8 | op u8 | reserved u16 | count u32 | tenant u64 | group u64 |
+// group name length u32, then the name.
+inline constexpr std::size_t kDurableRecordHeaderBytes = 28;
+// object u64 | version u64 | size u64 | counted u64 | flags u32 | key length
+// u32 | payload length u32, then the key and the payload.
+inline constexpr std::size_t kDurableObjectHeaderBytes = 44;
+inline constexpr std::uint32_t kDurablePayloadLogged = 1;
+
+// Bytes of a one-object record with these variable parts.
+constexpr std::size_t DurableRecordBytes(std::size_t key_bytes,
+                                         std::size_t group_name_bytes,
+                                         std::size_t payload_bytes) noexcept {
+  return kDurableRecordHeaderBytes + group_name_bytes +
+         kDurableObjectHeaderBytes + key_bytes + payload_bytes;
+}
+
+// Specialise for a payload type to log its bytes:
+//   template <> struct cairn::DurablePayloadCodec<MyPayload> {
+//     static constexpr bool kLogsPayload = true;
+//     static void Encode(const MyPayload& p, std::string* out);  // appends
+//   };
+// Encode must be a pure function of the payload: it may run under the
+// object's exclusive lock (Commit), with the rules of a WithObjectExclusive
+// callback (no call into the directory, no blocking). The default logs no
+// payload bytes.
+template <typename Payload>
+struct DurablePayloadCodec {
+  static constexpr bool kLogsPayload = false;
+  static void Encode(const Payload&, std::string*) {}
+};
+
+namespace directory_internal {
+
+template <typename T>
+void PutLe(std::string* out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  out->append(bytes, sizeof(T));
+}
+template <typename T>
+T GetLe(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+}  // namespace directory_internal
+
+// Writes a record header for `count` objects to *out (appending).
+inline void BeginDurableRecord(DurableOp op, TenantInstanceId tenant,
+                               GroupId group, std::string_view group_name,
+                               std::uint32_t count, std::string* out) {
+  using directory_internal::PutLe;
+  PutLe<std::uint8_t>(out, kDurableRecordVersion);
+  PutLe<std::uint8_t>(out, static_cast<std::uint8_t>(op));
+  PutLe<std::uint16_t>(out, 0);
+  PutLe<std::uint32_t>(out, count);
+  PutLe<std::uint64_t>(out, tenant);
+  PutLe<std::uint64_t>(out, group);
+  PutLe<std::uint32_t>(out, static_cast<std::uint32_t>(group_name.size()));
+  out->append(group_name);
+}
+
+// Appends one object's state; `payload` is appended only if
+// state.payload_logged (state.payload itself is ignored here: the caller
+// passes the bytes, already encoded).
+inline void AddDurableObject(const DurableObjectState& state,
+                             std::string_view payload, std::string* out) {
+  using directory_internal::PutLe;
+  PutLe<std::uint64_t>(out, state.object);
+  PutLe<std::uint64_t>(out, state.version);
+  PutLe<std::uint64_t>(out, state.size_bytes);
+  PutLe<std::uint64_t>(out, state.counted_bytes);
+  PutLe<std::uint32_t>(out, state.payload_logged ? kDurablePayloadLogged : 0);
+  PutLe<std::uint32_t>(out, static_cast<std::uint32_t>(state.key.size()));
+  const std::string_view bytes = state.payload_logged ? payload : "";
+  PutLe<std::uint32_t>(out, static_cast<std::uint32_t>(bytes.size()));
+  out->append(state.key);
+  out->append(bytes);
+}
+
+// Decodes a record body. kDataLoss if it is truncated, has trailing bytes,
+// an unknown op or flags; kFailedPrecondition for another format version.
+Status DecodeDurableRecord(std::string_view body, DurableRecordView* out);
+
+// A log kept in memory, for tests and hosts that replicate elsewhere.
+// Records become "durable" at Finalize. Failure injection: the next Reserve
+// or Append can be made to fail, and hooks run inside Reserve and Append
+// (with the caller's locks held, so a hook may probe which locks those
+// are). Thread safety: every method is safe from any thread; the log's own
+// lock is a leaf, released before a hook runs.
+class InMemoryDurableLog final : public DurableLog {
+ public:
+  enum class RecordState : std::uint8_t { kAppended, kDurable, kCancelled };
+  struct Record {
+    std::uint64_t reservation = 0;
+    std::string body;
+    RecordState state = RecordState::kAppended;
+    std::vector<ObjectToken> tokens;  // set by Finalize
+  };
+
+  InMemoryDurableLog() = default;
+  InMemoryDurableLog(const InMemoryDurableLog&) = delete;
+  InMemoryDurableLog& operator=(const InMemoryDurableLog&) = delete;
+
+  Result<LogReservation> Reserve(std::size_t bytes) override;
+  Status Append(const LogReservation& reservation,
+                std::string_view record) override;
+  void Finalize(const LogReservation& reservation,
+                std::span<const ObjectToken> tokens) override;
+  void Cancel(const LogReservation& reservation) noexcept override;
+
+  // The next `count` Reserve (or Append) calls fail with `status`.
+  void FailReserve(Status status, int count = 1);
+  void FailAppend(Status status, int count = 1);
+  // Run at the start of Reserve / Append, before the failure check, with
+  // no log lock held (but with the caller's locks). Null: none.
+  void set_on_reserve(std::function<void()> hook);
+  void set_on_append(std::function<void(std::string_view record)> hook);
+
+  // Appended records in append order (cancelled ones included, marked).
+  std::vector<Record> records() const;
+  // Bodies of the durable records, in append order.
+  std::vector<std::string> durable_bodies() const;
+  // Reservations neither finalized nor cancelled.
+  std::size_t open_reservations() const;
+  std::uint64_t reserve_calls() const;
+
+ private:
+  mutable Mutex mu_;
+  std::uint64_t next_id_ CAIRN_GUARDED_BY(mu_) = 1;
+  std::uint64_t reserve_calls_ CAIRN_GUARDED_BY(mu_) = 0;
+  std::size_t open_ CAIRN_GUARDED_BY(mu_) = 0;
+  Status reserve_error_ CAIRN_GUARDED_BY(mu_);
+  int reserve_failures_ CAIRN_GUARDED_BY(mu_) = 0;
+  Status append_error_ CAIRN_GUARDED_BY(mu_);
+  int append_failures_ CAIRN_GUARDED_BY(mu_) = 0;
+  std::function<void()> on_reserve_ CAIRN_GUARDED_BY(mu_);
+  std::function<void(std::string_view)> on_append_ CAIRN_GUARDED_BY(mu_);
+  std::vector<Record> records_ CAIRN_GUARDED_BY(mu_);
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_DIRECTORY_DURABLE_LOG_H_

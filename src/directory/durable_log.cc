@@ -1,0 +1,188 @@
+// Copyright 2026 The cairn Authors.
+
+#include "cairn/directory/durable_log.h"
+
+#include <utility>
+
+#include "cairn/base/check.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
+  using directory_internal::GetLe;
+  *out = DurableRecordView();
+  if (body.size() < kDurableRecordHeaderBytes) {
+    return DataLossError("durable record shorter than its header");
+  }
+  const char* p = body.data();
+  const auto version = GetLe<std::uint8_t>(p);
+  if (version != kDurableRecordVersion) {
+    return FailedPreconditionError("durable record of another format version");
+  }
+  const auto op = GetLe<std::uint8_t>(p + 1);
+  if (op < static_cast<std::uint8_t>(DurableOp::kCreate) ||
+      op > static_cast<std::uint8_t>(DurableOp::kEvict) ||
+      GetLe<std::uint16_t>(p + 2) != 0) {
+    return DataLossError("durable record with an unknown op");
+  }
+  out->op = static_cast<DurableOp>(op);
+  const auto count = GetLe<std::uint32_t>(p + 4);
+  out->tenant = GetLe<std::uint64_t>(p + 8);
+  out->group = GetLe<std::uint64_t>(p + 16);
+  const auto name_bytes = GetLe<std::uint32_t>(p + 24);
+  std::size_t at = kDurableRecordHeaderBytes;
+  if (name_bytes > body.size() - at) {
+    return DataLossError("durable record group name past its end");
+  }
+  out->group_name = body.substr(at, name_bytes);
+  at += name_bytes;
+  // Every object takes at least its header: a count that cannot fit is
+  // damage, caught before reserving memory for it.
+  if (count > (body.size() - at) / kDurableObjectHeaderBytes) {
+    return DataLossError("durable record object count past its end");
+  }
+  out->objects.reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (body.size() - at < kDurableObjectHeaderBytes) {
+      return DataLossError("durable record object past its end");
+    }
+    const char* o = body.data() + at;
+    DurableObjectState state;
+    state.object = GetLe<std::uint64_t>(o);
+    state.version = GetLe<std::uint64_t>(o + 8);
+    state.size_bytes = GetLe<std::uint64_t>(o + 16);
+    state.counted_bytes = GetLe<std::uint64_t>(o + 24);
+    const auto flags = GetLe<std::uint32_t>(o + 32);
+    const auto key_bytes = GetLe<std::uint32_t>(o + 36);
+    const auto payload_bytes = GetLe<std::uint32_t>(o + 40);
+    if ((flags & ~kDurablePayloadLogged) != 0 ||
+        (flags == 0 && payload_bytes != 0)) {
+      return DataLossError("durable record object with unknown flags");
+    }
+    at += kDurableObjectHeaderBytes;
+    if (key_bytes > body.size() - at ||
+        payload_bytes > body.size() - at - key_bytes) {
+      return DataLossError("durable record key or payload past its end");
+    }
+    state.key = body.substr(at, key_bytes);
+    at += key_bytes;
+    state.payload_logged = flags == kDurablePayloadLogged;
+    state.payload = body.substr(at, payload_bytes);
+    at += payload_bytes;
+    out->objects.push_back(state);
+  }
+  if (at != body.size()) {
+    return DataLossError("durable record with trailing bytes");
+  }
+  return Status::Ok();
+}
+
+Result<LogReservation> InMemoryDurableLog::Reserve(std::size_t bytes) {
+  std::function<void()> hook;
+  {
+    MutexLock lock(&mu_);
+    hook = on_reserve_;
+  }
+  if (hook) hook();
+  MutexLock lock(&mu_);
+  ++reserve_calls_;
+  if (reserve_failures_ > 0) {
+    --reserve_failures_;
+    return reserve_error_;
+  }
+  ++open_;
+  return LogReservation{next_id_++, bytes};
+}
+
+Status InMemoryDurableLog::Append(const LogReservation& reservation,
+                                  std::string_view record) {
+  std::function<void(std::string_view)> hook;
+  {
+    MutexLock lock(&mu_);
+    hook = on_append_;
+  }
+  if (hook) hook(record);
+  MutexLock lock(&mu_);
+  if (append_failures_ > 0) {
+    --append_failures_;
+    return append_error_;
+  }
+  Record r;
+  r.reservation = reservation.id;
+  r.body = std::string(record);
+  records_.push_back(std::move(r));
+  return Status::Ok();
+}
+
+void InMemoryDurableLog::Finalize(const LogReservation& reservation,
+                                  std::span<const ObjectToken> tokens) {
+  MutexLock lock(&mu_);
+  CAIRN_CHECK_MSG(open_ > 0, "Finalize without an open reservation");
+  --open_;
+  for (Record& r : records_) {
+    if (r.reservation == reservation.id) {
+      r.state = RecordState::kDurable;
+      r.tokens.assign(tokens.begin(), tokens.end());
+      return;
+    }
+  }
+  CAIRN_CHECK_MSG(false, "Finalize of a reservation with no record");
+}
+
+void InMemoryDurableLog::Cancel(const LogReservation& reservation) noexcept {
+  MutexLock lock(&mu_);
+  CAIRN_CHECK_MSG(open_ > 0, "Cancel without an open reservation");
+  --open_;
+  for (Record& r : records_) {
+    if (r.reservation == reservation.id) r.state = RecordState::kCancelled;
+  }
+}
+
+void InMemoryDurableLog::FailReserve(Status status, int count) {
+  MutexLock lock(&mu_);
+  reserve_error_ = std::move(status);
+  reserve_failures_ = count;
+}
+
+void InMemoryDurableLog::FailAppend(Status status, int count) {
+  MutexLock lock(&mu_);
+  append_error_ = std::move(status);
+  append_failures_ = count;
+}
+
+void InMemoryDurableLog::set_on_reserve(std::function<void()> hook) {
+  MutexLock lock(&mu_);
+  on_reserve_ = std::move(hook);
+}
+
+void InMemoryDurableLog::set_on_append(
+    std::function<void(std::string_view)> hook) {
+  MutexLock lock(&mu_);
+  on_append_ = std::move(hook);
+}
+
+std::vector<InMemoryDurableLog::Record> InMemoryDurableLog::records() const {
+  MutexLock lock(&mu_);
+  return records_;
+}
+
+std::vector<std::string> InMemoryDurableLog::durable_bodies() const {
+  MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const Record& r : records_) {
+    if (r.state == RecordState::kDurable) out.push_back(r.body);
+  }
+  return out;
+}
+
+std::size_t InMemoryDurableLog::open_reservations() const {
+  MutexLock lock(&mu_);
+  return open_;
+}
+
+std::uint64_t InMemoryDurableLog::reserve_calls() const {
+  MutexLock lock(&mu_);
+  return reserve_calls_;
+}
+
+CAIRN_NAMESPACE_END

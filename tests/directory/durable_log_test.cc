@@ -1,0 +1,460 @@
+// Copyright 2026 The cairn Authors.
+//
+// The durable-log hook (H1): every change a reader can see is reserved
+// before any directory lock and appended under the object lock before it is
+// visible; a failed reservation or append changes nothing; the finalizer
+// gets the changed instances' ObjectTokens. Driven through
+// InMemoryDurableLog, whose hooks run inside Reserve and Append.
+
+#include "cairn/directory/durable_log.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/base/clock.h"
+#include "cairn/directory/group_directory.h"
+#include "cairn/directory/quota.h"
+#include "directory/directory_testing.h"
+#include "testing/stress.h"
+
+// A payload whose bytes the log carries.
+struct LoggedPayload {
+  std::string bytes;
+};
+
+template <>
+struct cairn::DurablePayloadCodec<LoggedPayload> {
+  static constexpr bool kLogsPayload = true;
+  static void Encode(const LoggedPayload& p, std::string* out) {
+    out->append(p.bytes);
+  }
+};
+
+namespace cairn {
+namespace {
+
+using Dir = GroupDirectory<LoggedPayload>;
+using Handle = ObjectHandle<LoggedPayload>;
+using View = ObjectView<LoggedPayload>;
+using Access = ObjectAccess<LoggedPayload>;
+using testing::Key;
+using testing::Watchdog;
+
+constexpr std::chrono::seconds kDeadlockBound{60};
+
+CreateOptions Sized(std::uint64_t bytes, std::string_view group = {}) {
+  CreateOptions o;
+  o.size_bytes = bytes;
+  o.counted_bytes = bytes;
+  o.group = group;
+  return o;
+}
+
+struct Fixture {
+  explicit Fixture(std::size_t stripes = 256) {
+    DirectoryOptions o;
+    o.clock = &clock;
+    o.quota = &quota;
+    o.durable_log = &log;
+    o.lifecycle_stripes = stripes;
+    o.route.bucket_count = 64;
+    o.on_removed = [this](const RemovedObject& r) {
+      std::lock_guard<std::mutex> lock(removed_mu);
+      removed.push_back(r.token);
+      // The record of a removal is durable before its callback runs.
+      bool durable = false;
+      for (const auto& rec : log.records()) {
+        DurableRecordView v;
+        if (rec.state != InMemoryDurableLog::RecordState::kDurable ||
+            !DecodeDurableRecord(rec.body, &v).ok() ||
+            v.op == DurableOp::kCreate || v.op == DurableOp::kCommit ||
+            v.op == DurableOp::kUpsert) {
+          continue;
+        }
+        for (const ObjectToken& t : rec.tokens) durable |= t == r.token;
+      }
+      if (!durable) removed_before_durable.push_back(r.token);
+    };
+    dir = std::make_unique<Dir>(o);
+  }
+  std::vector<DurableRecordView> Durable() const {
+    durable_bodies = log.durable_bodies();
+    std::vector<DurableRecordView> out;
+    for (const std::string& body : durable_bodies) {
+      DurableRecordView v;
+      EXPECT_TRUE(DecodeDurableRecord(body, &v).ok());
+      out.push_back(v);
+    }
+    return out;
+  }
+  std::uint64_t Version(std::string_view key) const {
+    std::uint64_t version = 0;
+    EXPECT_TRUE(
+        dir->WithObject(key, [&](const View& v) { version = v.version(); })
+            .ok());
+    return version;
+  }
+
+  ManualClock clock;
+  QuotaAccount quota;
+  InMemoryDurableLog log;
+  std::mutex removed_mu;
+  std::vector<ObjectToken> removed;
+  std::vector<ObjectToken> removed_before_durable;
+  mutable std::vector<std::string> durable_bodies;
+  std::unique_ptr<Dir> dir;
+};
+
+// Runs every mutation the log covers once, on fresh keys under `tag`.
+// Each step checks its own status.
+void RunEveryLoggedMutation(Fixture& f, std::string_view tag) {
+  Dir& d = *f.dir;
+  const std::string single = Key(tag, 1);
+  const std::string group = Key(tag, 100);
+  ASSERT_TRUE(d.Create(single, Sized(10), LoggedPayload{"one"}).ok());
+  ASSERT_TRUE(d.Create(Key(tag, 2), Sized(10, group), {"m2"}).ok());
+  ASSERT_TRUE(d.Create(Key(tag, 3), Sized(10, group), {"m3"}).ok());
+  Result<Handle> pending = d.CreatePending(Key(tag, 4), Sized(7), {"p"});
+  ASSERT_TRUE(pending.ok());
+  ASSERT_TRUE(d.Commit(Key(tag, 4), pending->token()).ok());
+  Result<Handle> h = d.Pin(single);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(d.BeginUpsert(single, h->token(), {20, 20}).ok());
+  ASSERT_TRUE(d.CommitUpsert(single, h->token(), [](Access& a) {
+                 a.payload().bytes = "two";
+               }).ok());
+  ASSERT_TRUE(d.Erase(single).ok());
+  Result<Handle> p4 = d.Pin(Key(tag, 4));
+  ASSERT_TRUE(p4.ok());
+  ASSERT_TRUE(d.EraseIfMatch(Key(tag, 4), (*p4)->id(), p4->get()).ok());
+  ASSERT_TRUE(d.EraseGroup(group).ok());
+  ASSERT_TRUE(d.Create(Key(tag, 5), Sized(5)).ok());
+  Result<Handle> victim = d.Pin(Key(tag, 5));
+  ASSERT_TRUE(victim.ok());
+  std::vector<Dir::Evicted> out;
+  ASSERT_EQ(d.EvictIfUnchanged(*victim, f.Version(Key(tag, 5)), false, &out),
+            StatusCode::kOk);
+}
+
+TEST(DurableLogTest, H1ReserveHappensBeforeAnyDirectoryLock) {
+  // One lifecycle stripe: every key's create and erase takes it. From
+  // inside Reserve the hook takes, on the same thread, the stripe (an
+  // erase of an absent key), the catalog and the group lock (FindGroup,
+  // member_count) and every probed object's lock exclusively. Had the
+  // directory reserved under any of them, the probe would self-deadlock
+  // and the watchdog would fail the test.
+  Fixture f(/*stripes=*/1);
+  Watchdog watchdog(kDeadlockBound, "H1 reserve lock probe");
+  thread_local bool in_probe = false;
+  std::atomic<int> probes{0};
+  f.log.set_on_reserve([&] {
+    if (in_probe) return;  // the probe's own erase reserves too
+    in_probe = true;
+    EXPECT_EQ(f.dir->Erase("absent-probe").code(), StatusCode::kNotFound);
+    for (int i = 1; i <= 5; ++i) {
+      f.dir->WithObjectExclusive(Key("k", i), [](Access&) {}).IgnoreError();
+    }
+    Result<GroupHandle<LoggedPayload>> g = f.dir->FindGroup(Key("k", 100));
+    if (g.ok()) {
+      EXPECT_GT((*g)->member_count(), 0u);
+    }
+    probes.fetch_add(1, std::memory_order_relaxed);
+    in_probe = false;
+  });
+  RunEveryLoggedMutation(f, "k");
+  // Every logged mutation reserved once (plus the probes' own erases).
+  EXPECT_GE(probes.load(), 10);
+  EXPECT_EQ(f.log.open_reservations(), 0u);
+}
+
+// A failed reservation or append leaves every object, its version and the
+// quota exactly as they were; nothing becomes durable; no reservation leaks.
+void CheckFailureLeavesObjectsUntouched(bool fail_append) {
+  Fixture f;
+  Dir& d = *f.dir;
+  ASSERT_TRUE(d.Create("a", Sized(10), {"a"}).ok());
+  ASSERT_TRUE(d.Create("m1", Sized(10, "g"), {"m1"}).ok());
+  ASSERT_TRUE(d.Create("m2", Sized(10, "g"), {"m2"}).ok());
+  Result<Handle> pending = d.CreatePending("p", Sized(5), {"p"});
+  ASSERT_TRUE(pending.ok());
+  Result<Handle> a = d.Pin("a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(d.BeginUpsert("a", a->token(), {30, 30}).ok());
+  const std::size_t durable_before = f.log.durable_bodies().size();
+  const std::uint64_t charged = f.quota.charged();
+  const std::uint64_t version_a = f.Version("a");
+  const std::size_t objects = d.object_count();
+
+  auto fail_next = [&] {
+    const Status injected = UnavailableError("log down");
+    if (fail_append) {
+      f.log.FailAppend(injected);
+    } else {
+      f.log.FailReserve(injected);
+    }
+  };
+  auto expect_failed = [&](Status s, const char* what) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << what;
+    EXPECT_EQ(f.quota.charged(), charged) << what;
+    EXPECT_EQ(d.object_count(), objects) << what;
+    EXPECT_EQ(f.log.open_reservations(), 0u) << what;
+    EXPECT_EQ(f.log.durable_bodies().size(), durable_before) << what;
+  };
+
+  fail_next();
+  expect_failed(d.Create("new", Sized(10), {"n"}).status(), "create");
+  EXPECT_EQ(d.Pin("new").status().code(), StatusCode::kNotFound);
+  fail_next();
+  expect_failed(d.Create("m3", Sized(10, "g"), {"m3"}).status(), "join");
+  EXPECT_EQ(d.Pin("m3").status().code(), StatusCode::kNotFound);
+  fail_next();
+  expect_failed(d.Create("m4", Sized(10, "fresh")).status(), "new group");
+  EXPECT_EQ(d.FindGroup("fresh").status().code(), StatusCode::kNotFound);
+  fail_next();
+  expect_failed(d.Commit("p", pending->token()), "commit");
+  EXPECT_EQ(d.Pin("p").status().code(), StatusCode::kNotFound);  // kCreating
+  fail_next();
+  expect_failed(d.CommitUpsert("a", a->token(),
+                               [](Access& x) { x.payload().bytes = "new"; }),
+                "upsert");
+  EXPECT_EQ(f.Version("a"), version_a);
+  EXPECT_TRUE(d.WithObject("a", [](const View& v) {
+                 EXPECT_EQ(v.size_bytes(), 10u);
+                 EXPECT_EQ(v.counted_bytes(), 10u);
+                 EXPECT_EQ(v.payload().bytes, "a");
+               }).ok());
+  fail_next();
+  expect_failed(d.Erase("a"), "erase");
+  fail_next();
+  expect_failed(d.EraseIfMatch("a", (*a)->id(), a->get()), "erase if match");
+  fail_next();
+  expect_failed(d.EraseGroup("g"), "erase group");
+  EXPECT_TRUE(d.Pin("m1").ok());
+  EXPECT_TRUE(d.Pin("m2").ok());
+  fail_next();
+  std::vector<Dir::Evicted> out;
+  const StatusCode evicted =
+      d.EvictIfUnchanged(*a, f.Version("a"), false, &out);
+  EXPECT_NE(evicted, StatusCode::kOk);
+  EXPECT_TRUE(out.empty());
+  expect_failed(UnavailableError(), "evict");
+  EXPECT_TRUE(d.Pin("a").ok());
+  EXPECT_TRUE(f.removed.empty());
+  if (fail_append) {
+    // Appended-then-failed records never existed; cancelled ones are void.
+    for (const auto& r : f.log.records()) {
+      EXPECT_NE(r.state, InMemoryDurableLog::RecordState::kAppended);
+    }
+  }
+
+  // The same calls succeed once the log works: the state was intact.
+  ASSERT_TRUE(d.Commit("p", pending->token()).ok());
+  ASSERT_TRUE(d.CommitUpsert("a", a->token()).ok());
+  ASSERT_TRUE(d.EraseGroup("g").ok());
+  ASSERT_TRUE(d.Erase("a").ok());
+  EXPECT_EQ(f.quota.charged(), 5u);
+  EXPECT_EQ(f.log.open_reservations(), 0u);
+}
+
+TEST(DurableLogTest, H1FailedReservationLeavesObjectUntouched) {
+  CheckFailureLeavesObjectsUntouched(/*fail_append=*/false);
+}
+
+TEST(DurableLogTest, H1FailedAppendLeavesObjectUntouched) {
+  CheckFailureLeavesObjectsUntouched(/*fail_append=*/true);
+}
+
+TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {
+  // Inside Append (the directory holds the object lock) another thread
+  // looks at the key with lock-free reads: the change must not show yet.
+  Fixture f;
+  Dir& d = *f.dir;
+  std::string expect;  // what the other thread must see, per step
+  std::atomic<int> checks{0};
+  f.log.set_on_append([&](std::string_view record) {
+    DurableRecordView v;
+    ASSERT_TRUE(DecodeDurableRecord(record, &v).ok());
+    std::thread reader([&] {
+      for (const DurableObjectState& o : v.objects) {
+        Result<Handle> h = d.Pin(o.key);
+        switch (v.op) {
+          case DurableOp::kCreate:
+          case DurableOp::kCommit:
+            EXPECT_EQ(h.status().code(), StatusCode::kNotFound) << o.key;
+            break;
+          case DurableOp::kUpsert:
+            ASSERT_TRUE(h.ok());
+            EXPECT_NE((*h)->counted_bytes(), o.counted_bytes) << o.key;
+            break;
+          default:  // removals: still active and routed
+            ASSERT_TRUE(h.ok()) << o.key;
+            EXPECT_EQ((*h)->lifecycle_hint(), Lifecycle::kActive);
+            EXPECT_EQ((*h)->id(), o.object);
+        }
+      }
+    });
+    reader.join();
+    checks.fetch_add(1, std::memory_order_relaxed);
+  });
+  RunEveryLoggedMutation(f, "v");
+  EXPECT_EQ(checks.load(), 10);
+  // And once each call returned, its change is visible.
+  EXPECT_EQ(d.object_count(), 0u);
+}
+
+TEST(DurableLogTest, H1RacingReaderNeverSeesAnUnloggedChange) {
+  // A reader keeps resolving one key while a writer creates and erases it.
+  // Whenever the reader sees instance Y, the create of Y was appended, and
+  // so was the erase of every instance it saw before Y.
+  Fixture f;
+  Dir& d = *f.dir;
+  std::mutex mu;
+  std::set<ObjectId> created;
+  std::set<ObjectId> erased;
+  f.log.set_on_append([&](std::string_view record) {
+    DurableRecordView v;
+    ASSERT_TRUE(DecodeDurableRecord(record, &v).ok());
+    // Widens the window a change published before its append would open.
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::lock_guard<std::mutex> lock(mu);
+    for (const DurableObjectState& o : v.objects) {
+      (v.op == DurableOp::kCreate ? created : erased).insert(o.object);
+    }
+  });
+  const int rounds = testing::StressIterations(300);
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    ObjectId last = 0;
+    while (!done.load(std::memory_order_acquire)) {
+      // Pin takes no object lock: it sees a routed, active entry at once.
+      Result<Handle> h = d.Pin("k");
+      if (!h.ok()) continue;
+      const ObjectId seen = (*h)->id();
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_EQ(created.count(seen), 1u) << seen;
+      if (last != 0 && last != seen) {
+        EXPECT_EQ(erased.count(last), 1u);
+      }
+      last = seen;
+    }
+  });
+  for (int i = 0; i < rounds; ++i) {
+    ASSERT_TRUE(d.Create("k", Sized(1)).ok());
+    ASSERT_TRUE(d.Erase("k").ok());
+  }
+  done.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_EQ(f.log.durable_bodies().size(), 2u * rounds);
+}
+
+TEST(DurableLogTest, H1FinalizerReceivesTheObjectTokensOfItsRecord) {
+  Fixture f;
+  Dir& d = *f.dir;
+  RunEveryLoggedMutation(f, "t");
+  const std::vector<DurableRecordView> durable = f.Durable();
+  const auto records = f.log.records();
+  ASSERT_EQ(durable.size(), 10u);
+  // Each durable record's finalizer got exactly its objects' tokens.
+  std::size_t i = 0;
+  for (const auto& r : records) {
+    if (r.state != InMemoryDurableLog::RecordState::kDurable) continue;
+    const DurableRecordView& v = durable[i++];
+    ASSERT_EQ(r.tokens.size(), v.objects.size());
+    for (std::size_t j = 0; j < v.objects.size(); ++j) {
+      EXPECT_EQ(r.tokens[j],
+                (ObjectToken{d.tenant_instance(), v.objects[j].object}));
+      EXPECT_EQ(v.tenant, d.tenant_instance());
+    }
+  }
+  // The post-states, in the order the changes happened.
+  const DurableOp ops[] = {
+      DurableOp::kCreate, DurableOp::kCreate,     DurableOp::kCreate,
+      DurableOp::kCommit, DurableOp::kUpsert,     DurableOp::kErase,
+      DurableOp::kErase,  DurableOp::kEraseGroup, DurableOp::kCreate};
+  for (std::size_t k = 0; k < 9; ++k) EXPECT_EQ(durable[k].op, ops[k]) << k;
+  const DurableObjectState& create = durable[0].objects[0];
+  EXPECT_EQ(create.key, "t1");
+  EXPECT_EQ(create.version, 1u);
+  EXPECT_EQ(create.size_bytes, 10u);
+  EXPECT_TRUE(create.payload_logged);
+  EXPECT_EQ(create.payload, "one");
+  EXPECT_EQ(durable[1].group_name, "t100");
+  EXPECT_NE(durable[1].group, kNoGroup);
+  const DurableObjectState& commit = durable[3].objects[0];
+  EXPECT_EQ(commit.key, "t4");
+  EXPECT_EQ(commit.version, 2u);
+  EXPECT_EQ(commit.counted_bytes, 7u);
+  EXPECT_EQ(commit.payload, "p");
+  const DurableObjectState& upsert = durable[4].objects[0];
+  EXPECT_EQ(upsert.version, 2u);
+  EXPECT_EQ(upsert.size_bytes, 20u);
+  EXPECT_FALSE(upsert.payload_logged);
+  ASSERT_EQ(durable[7].objects.size(), 2u);
+  EXPECT_EQ(durable[7].objects[0].key, "t2");  // ascending key order
+  EXPECT_EQ(durable[7].objects[1].key, "t3");
+  // The eviction, last, is durable too (its record follows the create).
+  const auto all = f.log.records();
+  DurableRecordView evict;
+  ASSERT_TRUE(DecodeDurableRecord(all.back().body, &evict).ok());
+  EXPECT_EQ(evict.op, DurableOp::kEvict);
+  EXPECT_EQ(all.back().state, InMemoryDurableLog::RecordState::kDurable);
+  EXPECT_TRUE(f.removed_before_durable.empty());
+  EXPECT_EQ(f.removed.size(), 5u);
+}
+
+TEST(DurableLogTest, H1InvisibleStepsAreNotLogged) {
+  // A pending put, a staged upsert and their aborts change nothing a reader
+  // can see: they reserve nothing and append nothing.
+  Fixture f;
+  Dir& d = *f.dir;
+  Result<Handle> p = d.CreatePending("p", Sized(3));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(d.Abort("p", p->token()).ok());
+  ASSERT_TRUE(d.Create("a", Sized(3)).ok());
+  Result<Handle> a = d.Pin("a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(d.BeginUpsert("a", a->token(), {4, 4}).ok());
+  ASSERT_TRUE(d.AbortUpsert("a", a->token()).ok());
+  EXPECT_EQ(f.log.records().size(), 1u);  // the create of "a" only
+  EXPECT_EQ(f.log.reserve_calls(), 1u);
+}
+
+TEST(DurableLogTest, DecodeRejectsDamagedRecords) {
+  std::string body;
+  BeginDurableRecord(DurableOp::kCreate, 7, kNoGroup, "", 1, &body);
+  DurableObjectState s;
+  s.object = 3;
+  s.key = "key";
+  s.payload_logged = true;
+  AddDurableObject(s, "pay", &body);
+  DurableRecordView v;
+  ASSERT_TRUE(DecodeDurableRecord(body, &v).ok());
+  EXPECT_EQ(v.tenant, 7u);
+  ASSERT_EQ(v.objects.size(), 1u);
+  EXPECT_EQ(v.objects[0].payload, "pay");
+  // Every truncation is kDataLoss, as are trailing bytes and a bad op.
+  for (std::size_t n = 0; n < body.size(); ++n) {
+    EXPECT_EQ(DecodeDurableRecord(body.substr(0, n), &v).code(),
+              StatusCode::kDataLoss)
+        << n;
+  }
+  EXPECT_EQ(DecodeDurableRecord(body + "x", &v).code(), StatusCode::kDataLoss);
+  std::string bad_op = body;
+  bad_op[1] = 99;
+  EXPECT_EQ(DecodeDurableRecord(bad_op, &v).code(), StatusCode::kDataLoss);
+  std::string bad_version = body;
+  bad_version[0] = 2;
+  EXPECT_EQ(DecodeDurableRecord(bad_version, &v).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace cairn
