@@ -6,8 +6,12 @@
 //   (32 uniform keys, read and write batches alternating) against one
 //   directory; in `evicting` a second thread runs eviction cycles (census of
 //   the whole directory, rank, evict 64 objects, re-create them) for the
-//   whole run. Counters: key ops/s of the foreground, its batch p99 (us),
-//   and for `evicting` the census CPU per 1M objects (ms, thread CPU time).
+//   whole run. Counters: key ops/s of the foreground, its batch p50, p99,
+//   p999 and max (us), the share of its wall time on a CPU, runnable but
+//   waiting for one, and blocked (fg_cpu_pct, fg_runq_pct, fg_blocked_pct,
+//   from /proc/thread-self/schedstat), and for `evicting` the census CPU per
+//   1M objects (ms, thread CPU time of whole cycles) and the eviction
+//   thread's own CPU and wait shares (ev_cpu_pct, ev_runq_pct).
 // BM_DirectoryT1/{multi,single}/<tenants>: point reads through the registry
 //   (WithTenant, then WithObject) that alternate over <tenants> tenants of
 //   1,000 objects each, or the same reads in one tenant holding all
