@@ -25,7 +25,8 @@
 // This header also holds the record body format (a small, versioned,
 // little-endian encoding every log stores verbatim), the payload codec a host
 // specialises to log its payload bytes, and InMemoryDurableLog, a log for
-// tests with failure injection.
+// tests with failure injection. FileDurableLog (file_durable_log.h) is the
+// append-only, checksummed, fdatasync'ed file log.
 //
 // Thread safety: DurableLog implementations are safe from any thread; the
 // encoding functions are pure.
