@@ -499,8 +499,14 @@ class RecordParser {
 }  // namespace
 
 Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path) {
+  std::vector<char> bytes;
+  CAIRN_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
+  return ParseSnapshot(std::move(bytes));
+}
+
+Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file) {
   ParsedSnapshot parsed;
-  CAIRN_RETURN_IF_ERROR(ReadWholeFile(path, &parsed.bytes));
+  parsed.bytes = std::move(file);
   const std::vector<char>& bytes = parsed.bytes;
   const std::size_t size = bytes.size();
   if (size < kSnapshotHeaderBytes) {
@@ -552,6 +558,40 @@ Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path) {
     return Corrupt("counts in the header do not match the records");
   }
   return parsed;
+}
+
+std::vector<char> FrameSnapshotForTest(
+    std::span<const std::pair<SnapshotRecordType, std::string>> records,
+    std::uint32_t version) {
+  std::string out(kSnapshotHeaderBytes, '\0');
+  std::uint64_t counts[4] = {0, 0, 0, 0};  // tenants, groups, objects, all
+  for (const auto& [type, body] : records) {
+    const std::size_t start = out.size();
+    Put<std::uint32_t>(out, static_cast<std::uint32_t>(body.size()));
+    Put<std::uint8_t>(out, static_cast<std::uint8_t>(type));
+    out.append(3, '\0');
+    out.append(body);
+    Put<std::uint64_t>(out,
+                       RecordChecksum(out.data() + start, out.size() - start));
+    if (type == SnapshotRecordType::kTenant) ++counts[0];
+    if (type == SnapshotRecordType::kGroup) ++counts[1];
+    if (type == SnapshotRecordType::kObject) ++counts[2];
+    ++counts[3];
+  }
+  char header[kSnapshotHeaderBytes];
+  EncodeHeader(header, version, counts[0], counts[1], counts[2], counts[3]);
+  std::memcpy(out.data(), header, sizeof(header));
+  const std::uint64_t digest =
+      XXH64(out.data() + kSnapshotHeaderBytes,
+            out.size() - kSnapshotHeaderBytes, kDigestSeed);
+  char trailer[kSnapshotTrailerBytes];
+  PutAt<std::uint64_t>(trailer, 0, kSnapshotTrailerMagic);
+  PutAt<std::uint64_t>(trailer, 8, out.size() + kSnapshotTrailerBytes);
+  PutAt<std::uint64_t>(trailer, 16, counts[3]);
+  PutAt<std::uint64_t>(trailer, kTrailerChecked,
+                       TrailerChecksum(header, digest, trailer));
+  out.append(trailer, sizeof(trailer));
+  return std::vector<char>(out.begin(), out.end());
 }
 
 }  // namespace directory_internal

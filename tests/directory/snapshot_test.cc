@@ -468,6 +468,105 @@ TEST(SnapshotTest, H2CorruptOrTruncatedFileIsDataLossAndLoadsNothing) {
   }
 }
 
+// Bodies of the records, as the writer lays them out.
+template <typename T>
+void Append(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+std::string TenantBody(std::string_view name) {
+  std::string b;
+  Append<std::uint64_t>(b, 1);
+  Append<std::uint64_t>(b, QuotaAccount::kUnlimited);
+  Append<std::uint32_t>(b, static_cast<std::uint32_t>(name.size()));
+  b.append(name);
+  return b;
+}
+std::string GroupBody(std::string_view name, std::uint32_t members) {
+  std::string b;
+  Append<std::uint32_t>(b, members);
+  Append<std::uint32_t>(b, static_cast<std::uint32_t>(name.size()));
+  b.append(name);
+  return b;
+}
+std::string ObjectBody(std::string_view key, std::uint32_t key_bytes) {
+  std::string b;
+  for (int i = 0; i < 5; ++i) Append<std::uint64_t>(b, 0);
+  Append<std::uint32_t>(b, 0);
+  Append<std::uint32_t>(b, key_bytes);
+  Append<std::uint32_t>(b, 0);
+  b.append(key);
+  return b;
+}
+std::string EndBody(std::uint64_t groups, std::uint64_t objects) {
+  std::string b;
+  Append<std::uint64_t>(b, groups);
+  Append<std::uint64_t>(b, objects);
+  return b;
+}
+
+TEST(SnapshotTest, H2WellChecksummedFileWithBadStructureIsDataLoss) {
+  // Checksums pass; the grammar, a length or a count does not.
+  using T = directory_internal::SnapshotRecordType;
+  using Records = std::vector<std::pair<T, std::string>>;
+  ScratchDir scratch;
+  ManualClock clock;
+  auto restore = [&](const Records& records) {
+    const auto bytes = directory_internal::FrameSnapshotForTest(records);
+    WriteFile(scratch.File("framed"), std::string(bytes.begin(), bytes.end()));
+    auto copy = RestoreSnapshot<EmptyPayload>(scratch.File("framed"), nullptr,
+                                              WithClock(&clock));
+    return copy.ok() ? Status::Ok() : copy.status();
+  };
+  const Records good = {{T::kTenant, TenantBody("t")},
+                        {T::kGroup, GroupBody("g", 1)},
+                        {T::kObject, ObjectBody("a", 1)},
+                        {T::kObject, ObjectBody("b", 1)},
+                        {T::kTenantEnd, EndBody(1, 2)}};
+  ASSERT_TRUE(restore(good).ok());
+  const std::vector<std::pair<std::string, Records>> bad = {
+      {"object outside a tenant",
+       {{T::kObject, ObjectBody("a", 1)},
+        {T::kTenant, TenantBody("t")},
+        {T::kTenantEnd, EndBody(0, 0)}}},
+      {"tenant never closed", {{T::kTenant, TenantBody("t")}}},
+      {"tenant inside a tenant",
+       {{T::kTenant, TenantBody("t")}, {T::kTenant, TenantBody("u")}}},
+      {"group short of members",
+       {{T::kTenant, TenantBody("t")},
+        {T::kGroup, GroupBody("g", 2)},
+        {T::kObject, ObjectBody("a", 1)},
+        {T::kTenantEnd, EndBody(1, 1)}}},
+      {"group of no members",
+       {{T::kTenant, TenantBody("t")},
+        {T::kGroup, GroupBody("g", 0)},
+        {T::kTenantEnd, EndBody(1, 0)}}},
+      {"tenant end miscounts",
+       {{T::kTenant, TenantBody("t")},
+        {T::kObject, ObjectBody("a", 1)},
+        {T::kTenantEnd, EndBody(0, 2)}}},
+      {"key length past its record",
+       {{T::kTenant, TenantBody("t")},
+        {T::kObject, ObjectBody("a", 9)},
+        {T::kTenantEnd, EndBody(0, 1)}}},
+      {"empty key",
+       {{T::kTenant, TenantBody("t")},
+        {T::kObject, ObjectBody("", 0)},
+        {T::kTenantEnd, EndBody(0, 1)}}},
+      {"unknown record type",
+       {{T::kTenant, TenantBody("t")},
+        {static_cast<T>(9), "x"},
+        {T::kTenantEnd, EndBody(0, 0)}}},
+      {"tenant named twice",
+       {{T::kTenant, TenantBody("t")},
+        {T::kTenantEnd, EndBody(0, 0)},
+        {T::kTenant, TenantBody("t")},
+        {T::kTenantEnd, EndBody(0, 0)}}},
+  };
+  for (const auto& [what, records] : bad) {
+    EXPECT_EQ(restore(records).code(), StatusCode::kDataLoss) << what;
+  }
+}
+
 TEST(SnapshotTest, H2FileOfAnotherFormatVersionIsRefusedAndLoadsNothing) {
   ScratchDir scratch;
   ManualClock clock;

@@ -338,7 +338,8 @@ Status LoadTenant(GroupDirectory<Payload, Route>& directory,
 // I/O errors (kNotFound: no such directory; kResourceExhausted: disk full;
 // kInternal). On error `path` is untouched and the temporary file removed.
 // Locks: one unit at a time (GroupDirectory::InspectUnit); blocks writers of
-// that unit while it is read, never readers. Allocates.
+// that unit while it is read, never readers. Allocates. One writer per
+// `path` at a time: two would share `path` + ".tmp".
 template <typename Payload, template <typename> class Route>
 Status WriteSnapshot(
     const GroupDirectory<Payload, Route>& directory, const std::string& path,

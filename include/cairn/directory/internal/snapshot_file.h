@@ -28,8 +28,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cairn/base/status.h"
@@ -177,6 +179,15 @@ class SnapshotFileWriter {
 // kFailedPrecondition (a well-formed file of another format version),
 // kNotFound (no such file), kInternal (a read error).
 Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path);
+// The same checks over bytes already in memory (the fuzz harness's entry).
+Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file);
+
+// Frames `records` into a file with valid checksums, a header whose counts
+// tally the record types, and a trailer: for tests and the fuzz harness,
+// which need files whose checksums pass and whose grammar or fields do not.
+std::vector<char> FrameSnapshotForTest(
+    std::span<const std::pair<SnapshotRecordType, std::string>> records,
+    std::uint32_t version = kSnapshotFormatVersion);
 
 }  // namespace directory_internal
 
