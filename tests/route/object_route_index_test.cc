@@ -472,6 +472,60 @@ TEST(ObjectRouteIndexStressTest, ReadersAlwaysSeeLiveEntriesOfTheirKey) {
   EXPECT_GT(reads.load(), 0);
 }
 
+// One fixed bucket holding every key: long probe runs that wrap around the
+// snapshot's slot table. Publications that keep the snapshot's capacity copy
+// it whole and an unlink closes its slot by backward shift; after every
+// write each routed key is found with its own entry and every unlinked key
+// misses, through growth, shrink and re-insertion in scrambled orders.
+TEST(ObjectRouteIndexTest, OneBucketChurnKeepsEveryKeyFindable) {
+  RouteOptions options;
+  options.bucket_count = 1;
+  options.fixed_bucket_count = true;
+  Route route(options);
+  constexpr int kKeys = 300;
+  std::vector<Owner> owners;
+  for (int i = 0; i < kKeys; ++i) {
+    owners.push_back(Make(
+        i + 1, "one-" + std::to_string(i * 7919) + std::string(i % 13, 'x')));
+  }
+  std::vector<bool> routed(kKeys, false);
+  auto check = [&](int step) {
+    for (int i = 0; i < kKeys; ++i) {
+      TestEntry* want = routed[i] ? owners[i].get() : nullptr;
+      if (Find(route, owners[i]->key) != want) {
+        return ::testing::AssertionFailure()
+               << "step " << step << ": key " << i << " "
+               << (routed[i] ? "lost" : "still routed");
+      }
+    }
+    return ::testing::AssertionSuccess();
+  };
+  std::minstd_rand rng(7);
+  int step = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kKeys; ++i) {  // fill in a scrambled order
+      const int k = static_cast<int>((i * 113 + round * 31) % kKeys);
+      if (routed[k]) continue;
+      ASSERT_TRUE(route.Publish(owners[k]->key, owners[k]).ok());
+      routed[k] = true;
+      if (++step % 7 == 0) {
+        ASSERT_TRUE(check(step));
+      }
+    }
+    ASSERT_TRUE(check(step));
+    for (int i = 0; i < kKeys; ++i) {  // unlink most of them, at random
+      const int k = static_cast<int>(rng() % kKeys);
+      if (!routed[k]) continue;
+      ASSERT_TRUE(
+          route.EraseIfMatch(owners[k]->key, owners[k]->id(), owners[k].get())
+              .ok());
+      routed[k] = false;
+      ASSERT_TRUE(check(++step));
+    }
+  }
+  EXPECT_EQ(route.bucket_count(), 1u);
+}
+
 // ---- resizing ---------------------------------------------------------------
 
 // Every key in `owners[0, n)` routes its owner; everything in `gone` misses.

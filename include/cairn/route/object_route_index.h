@@ -314,7 +314,7 @@ class ObjectRouteIndex {
                  WriteBudget* budget = nullptr) {
     CAIRN_CHECK(owner != nullptr);
     const std::uint64_t hash = route_internal::RouteHash(key);
-    std::unique_ptr<Record> record(new (std::nothrow) Record{owner});
+    std::unique_ptr<Record> record(new (std::nothrow) Record{std::move(owner)});
     if (record == nullptr) return AllocationFailed();
     Status s = Write(
         hash, budget,
@@ -409,12 +409,18 @@ class ObjectRouteIndex {
         }
       }
     }
-    d.publications = publications_.load(std::memory_order_relaxed);
-    d.copied_bytes = copied_bytes_.load(std::memory_order_relaxed);
+    std::uint64_t retired_by_writes = 0;
+    for (std::size_t i = 0; i <= stripe_mask_; ++i) {
+      const Stripe& stripe = stripes_[i];
+      d.publications += stripe.publications.load(std::memory_order_relaxed);
+      d.copied_bytes += stripe.copied_bytes.load(std::memory_order_relaxed);
+      retired_by_writes += stripe.retired_bytes.load(std::memory_order_relaxed);
+    }
     d.resizes = resizes_.load(std::memory_order_relaxed);
     d.resize_copied_bytes =
         resize_copied_bytes_.load(std::memory_order_relaxed);
-    d.retired_bytes_total = retired_total_.load(std::memory_order_relaxed);
+    d.retired_bytes_total =
+        retired_by_writes + retired_total_.load(std::memory_order_relaxed);
     const EpochDiagnostics e = domain_->Diagnostics();
     d.retired_bytes = e.retired_bytes;
     d.retired_count = e.retired_count;
@@ -442,9 +448,27 @@ class ObjectRouteIndex {
   static constexpr std::size_t kRecordBytes = sizeof(Record) + sizeof(Entry);
 
   // Packed (not a cache line each): stripes are taken by writers only, and
-  // an empty route should stay small (docs/route.md, "Memory").
+  // an empty route should stay small (docs/route.md, "Memory"). Each keeps
+  // the write figures of its own publications, written only under `mu`
+  // (a load and a store, no read-modify-write) and read lock-free by
+  // Diagnostics(): shared counters would put contended atomic RMWs on every
+  // publication (docs/route.md, "Cost of a publication").
   struct Stripe {
     Mutex mu;
+    std::atomic<std::uint64_t> publications{0};
+    std::atomic<std::uint64_t> copied_bytes{0};
+    std::atomic<std::uint64_t> retired_bytes{0};
+
+    void Count(std::uint64_t copied, std::uint64_t retired) noexcept {
+      Bump(publications, 1);
+      Bump(copied_bytes, copied);
+      Bump(retired_bytes, retired);
+    }
+    static void Bump(std::atomic<std::uint64_t>& cell,
+                     std::uint64_t by) noexcept {
+      cell.store(cell.load(std::memory_order_relaxed) + by,
+                 std::memory_order_relaxed);
+    }
   };
 
   static EpochOptions DefaultEpochOptions() {
@@ -574,7 +598,8 @@ class ObjectRouteIndex {
         // The guard keeps the table alive: a resize may retire it while
         // this writer waits for the stripe.
         Guard guard = domain_->EnterOnThisThread();
-        MutexLock lock(&StripeFor(hash).mu);
+        Stripe& stripe = StripeFor(hash);
+        MutexLock lock(&stripe.mu);
         Table* table = table_.load(std::memory_order_acquire);
         old = table->at(hash).load(std::memory_order_acquire);
         while (old == Snapshot::Moved()) {
@@ -603,9 +628,7 @@ class ObjectRouteIndex {
           table->at(hash).store(fresh, std::memory_order_release);
           // Counted under the stripe: once it is released, another writer
           // may replace and retire `fresh`.
-          publications_.fetch_add(1, std::memory_order_relaxed);
-          copied_bytes_.fetch_add(RetiredCost(fresh),
-                                  std::memory_order_relaxed);
+          stripe.Count(RetiredCost(fresh), need);
         }
       }
       if (!reservation.has_value()) {  // no room under the stripe
@@ -619,7 +642,6 @@ class ObjectRouteIndex {
         reservation.emplace(std::move(waited).value());
         continue;
       }
-      retired_total_.fetch_add(need, std::memory_order_relaxed);
       if (old != Snapshot::Empty()) {
         domain_->RetireReserved(std::move(*reservation),
                                 const_cast<Snapshot*>(old), &Snapshot::Destroy,
@@ -820,11 +842,10 @@ class ObjectRouteIndex {
   Mutex resize_mu_;
   std::size_t cursor_ CAIRN_GUARDED_BY(resize_mu_) = 0;
   std::vector<Table*> kept_tables_ CAIRN_GUARDED_BY(resize_mu_);
-  std::atomic<std::uint64_t> publications_{0};
-  std::atomic<std::uint64_t> copied_bytes_{0};
   std::atomic<std::uint64_t> refusals_{0};  // locked writes without room
   std::atomic<std::uint64_t> resizes_{0};
   std::atomic<std::uint64_t> resize_copied_bytes_{0};
+  // Retired bytes of resize moves (writes count theirs in their stripe).
   std::atomic<std::uint64_t> retired_total_{0};
   // Test seam, set only through ObjectRouteIndexTestPeer before the route
   // is shared: called on the resizing thread after every bucket store of a

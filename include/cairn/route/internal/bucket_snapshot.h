@@ -172,22 +172,69 @@ class alignas(64) BucketSnapshot {
 
   // A new snapshot: this one plus (key -> record). The caller checked that
   // `key` is absent. Null on allocation failure.
+  // When the copy keeps this snapshot's capacity, its slots and key bytes
+  // (one contiguous run) are copied whole; otherwise every slot is re-added.
   BucketSnapshot* CopyWithInsert(std::string_view key, std::uint64_t hash,
                                  Record* record) const {
-    BucketSnapshot* copy = Allocate(size_ + 1, key_bytes_ + key.size());
+    const bool same = CapacityFor(size_ + 1) == mask_ + 1;
+    BucketSnapshot* copy =
+        Allocate(size_ + 1, key_bytes_ + key.size(), /*clear=*/!same);
     if (copy == nullptr) return nullptr;
-    CopyInto(copy, nullptr);
+    if (same) {
+      std::memcpy(copy->slots(), slots(),
+                  BlobOffset() - SlotsOffset() + key_bytes_);
+      copy->size_ = size_;
+      copy->key_bytes_ = key_bytes_;
+    } else {
+      CopyInto(copy, nullptr);
+    }
     copy->Add(hash, key, record->owner.get(), record);
     return copy;
   }
 
   // A new snapshot without `erased` (a slot of this snapshot). The shared
   // empty snapshot when nothing is left; null on allocation failure.
+  // With the capacity kept, the slots are copied whole, the erased key's
+  // bytes are cut out of the key run, and its slot is closed by backward
+  // shift (the linear-probing delete), so no slot is re-added.
   const BucketSnapshot* CopyWithErase(const Slot* erased) const {
     if (size_ == 1) return Empty();
-    BucketSnapshot* copy = Allocate(size_ - 1, key_bytes_ - erased->key_size);
+    const bool same = CapacityFor(size_ - 1) == mask_ + 1;
+    BucketSnapshot* copy = Allocate(size_ - 1, key_bytes_ - erased->key_size,
+                                    /*clear=*/!same);
     if (copy == nullptr) return nullptr;
-    CopyInto(copy, erased);
+    if (!same) {
+      CopyInto(copy, erased);
+      return copy;
+    }
+    const std::uint32_t offset = erased->key_offset;
+    const std::uint32_t length = erased->key_size;
+    Slot* to = copy->slots();
+    std::memcpy(to, slots(), BlobOffset() - SlotsOffset());
+    std::memcpy(copy->blob(), blob(), offset);
+    std::memcpy(copy->blob() + offset, blob() + offset + length,
+                key_bytes_ - offset - length);
+    for (std::uint32_t i = 0; i <= mask_; ++i) {
+      if (to[i].entry != nullptr && to[i].key_offset > offset) {
+        to[i].key_offset -= length;
+      }
+    }
+    // Backward shift: a later slot of the probe run moves into the hole
+    // unless its home slot lies cyclically in (hole, slot].
+    std::uint32_t hole = static_cast<std::uint32_t>(erased - slots());
+    for (std::uint32_t j = (hole + 1) & mask_; to[j].entry != nullptr;
+         j = (j + 1) & mask_) {
+      const std::uint32_t home = ProbeStart(to[j].hash);
+      const bool stays =
+          hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      if (!stays) {
+        to[hole] = to[j];
+        hole = j;
+      }
+    }
+    to[hole] = Slot{0, nullptr, nullptr, 0, 0};
+    copy->size_ = size_ - 1;
+    copy->key_bytes_ = key_bytes_ - length;
     return copy;
   }
 
@@ -242,7 +289,9 @@ class alignas(64) BucketSnapshot {
     return static_cast<std::uint32_t>(hash >> 40) & mask_;
   }
 
-  static BucketSnapshot* Allocate(std::uint32_t n, std::size_t key_bytes) {
+  // `clear`: empty every slot (false: the caller fills them all).
+  static BucketSnapshot* Allocate(std::uint32_t n, std::size_t key_bytes,
+                                  bool clear = true) {
     const std::uint32_t capacity = CapacityFor(n);
     BucketSnapshot probe;
     probe.mask_ = capacity - 1;
@@ -259,9 +308,11 @@ class alignas(64) BucketSnapshot {
     s->pad_ = static_cast<std::uint32_t>(aligned - address);
     s->mask_ = capacity - 1;
     s->bytes_ = bytes;
-    Slot* slots = s->slots();
-    for (std::uint32_t i = 0; i < capacity; ++i) {
-      slots[i] = Slot{0, nullptr, nullptr, 0, 0};
+    if (clear) {
+      Slot* slots = s->slots();
+      for (std::uint32_t i = 0; i < capacity; ++i) {
+        slots[i] = Slot{0, nullptr, nullptr, 0, 0};
+      }
     }
     return s;
   }
