@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -488,9 +489,12 @@ std::string GroupBody(std::string_view name, std::uint32_t members) {
   b.append(name);
   return b;
 }
-std::string ObjectBody(std::string_view key, std::uint32_t key_bytes) {
+std::string ObjectBody(std::string_view key, std::uint32_t key_bytes,
+                       std::int64_t lease_ttl = 0) {
   std::string b;
-  for (int i = 0; i < 5; ++i) Append<std::uint64_t>(b, 0);
+  for (int i = 0; i < 3; ++i) Append<std::uint64_t>(b, 0);
+  Append<std::int64_t>(b, lease_ttl);
+  Append<std::int64_t>(b, lease_ttl);  // soft pin
   Append<std::uint32_t>(b, 0);
   Append<std::uint32_t>(b, key_bytes);
   Append<std::uint32_t>(b, 0);
@@ -565,6 +569,34 @@ TEST(SnapshotTest, H2WellChecksummedFileWithBadStructureIsDataLoss) {
   for (const auto& [what, records] : bad) {
     EXPECT_EQ(restore(records).code(), StatusCode::kDataLoss) << what;
   }
+}
+
+TEST(SnapshotTest, H2HugeStoredLeaseIsClampedInsteadOfOverflowing) {
+  // A file may carry any non-negative time left; restore time + that must
+  // not overflow the clock's 64 bits (UBSan would flag it).
+  using T = directory_internal::SnapshotRecordType;
+  const std::vector<std::pair<T, std::string>> records = {
+      {T::kTenant, TenantBody("t")},
+      {T::kObject,
+       ObjectBody("a", 1, std::numeric_limits<std::int64_t>::max())},
+      {T::kTenantEnd, EndBody(0, 1)}};
+  const auto bytes = directory_internal::FrameSnapshotForTest(records);
+  ScratchDir scratch;
+  WriteFile(scratch.File("framed"), std::string(bytes.begin(), bytes.end()));
+  ManualClock clock;
+  auto copy = RestoreSnapshot<EmptyPayload>(scratch.File("framed"), nullptr,
+                                            WithClock(&clock));
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  const std::int64_t expect =
+      clock.NowNanos() + directory_internal::kMaxRestoredTtlNanos;
+  EXPECT_TRUE(copy.value()
+                  ->WithObjectExclusive(
+                      "a",
+                      [&](ObjectAccess<EmptyPayload>& a) {
+                        EXPECT_EQ(a.lease_deadline_nanos(), expect);
+                        EXPECT_EQ(a.soft_pin_deadline_nanos(), expect);
+                      })
+                  .ok());
 }
 
 TEST(SnapshotTest, H2FileOfAnotherFormatVersionIsRefusedAndLoadsNothing) {

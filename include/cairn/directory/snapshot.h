@@ -87,6 +87,14 @@ struct SnapshotStats {
 
 namespace directory_internal {
 
+// The longest lease or soft pin a restore grants (about 146 years): a
+// damaged-but-checksummed or hand-made file cannot make restore time + ttl
+// overflow the clock's 64 bits.
+inline constexpr std::int64_t kMaxRestoredTtlNanos = std::int64_t{1} << 62;
+inline std::chrono::nanoseconds RestoredTtl(std::int64_t stored) {
+  return std::chrono::nanoseconds(std::min(stored, kMaxRestoredTtlNanos));
+}
+
 // Remaining time of a deadline at `now`; 0 for none or expired.
 inline std::int64_t Remaining(std::int64_t deadline, std::int64_t now) {
   return deadline > now ? deadline - now : 0;
@@ -308,8 +316,8 @@ Status LoadTenant(GroupDirectory<Payload, Route>& directory,
       options.size_bytes = o.size_bytes;
       options.counted_bytes = o.counted_bytes;
       options.retained_bytes = o.retained_bytes;
-      options.lease_ttl = std::chrono::nanoseconds(u.lease_ttl_nanos);
-      options.soft_pin_ttl = std::chrono::nanoseconds(o.soft_pin_ttl_nanos);
+      options.lease_ttl = RestoredTtl(u.lease_ttl_nanos);
+      options.soft_pin_ttl = RestoredTtl(o.soft_pin_ttl_nanos);
       options.hard_pin = o.hard_pinned;
       auto made = directory.Create(o.key, options,
                                    std::move(plan.payloads[next_payload++]));
