@@ -834,5 +834,40 @@ TEST(SnapshotStressTest, H2SnapshotDuringChurnRestoresAStateTheWritersMade) {
   EXPECT_GT(restored_objects, 0u);
 }
 
+// Review finding: two WriteSnapshot calls to one path (a timer and a manual
+// snapshot, say) shared the temporary file `path`.tmp. The second one's
+// O_TRUNC open took over the first one's inode; after the second renamed it
+// over `path` and returned OK, the first kept writing into that inode (now
+// `path`) and then failed its own rename. Planted/real: the committed file
+// at `path` mixed both writers' bytes and did not restore (kDataLoss).
+TEST(SnapshotTest, ConcurrentWritersToOnePathLeaveAWholeSnapshot) {
+  ScratchDir scratch;
+  const std::string path = scratch.File("snap");
+  GroupDirectory<EmptyPayload> small;
+  GroupDirectory<EmptyPayload> big;
+  ASSERT_TRUE(small.Create("s").ok());
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(big.Create(Key("big/", i)).ok());
+  std::atomic<bool> a_inside{false};
+  std::atomic<bool> b_done{false};
+  const SnapshotEncoder<EmptyPayload> stall = [&](const EmptyPayload&,
+                                                  std::string*) {
+    a_inside.store(true);
+    while (!b_done.load()) std::this_thread::yield();
+    return Status::Ok();
+  };
+  Status a_status;
+  std::thread a([&] { a_status = WriteSnapshot(small, path, stall); });
+  while (!a_inside.load()) std::this_thread::yield();
+  const Status b_status =
+      WriteSnapshot(big, path, SnapshotEncoder<EmptyPayload>{});
+  b_done.store(true);
+  a.join();
+  ASSERT_TRUE(b_status.ok()) << b_status.ToString();
+  auto restored = RestoreSnapshot<EmptyPayload>(path, {});
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  // The file is whichever writer committed last, whole.
+  EXPECT_EQ((*restored)->object_count(), a_status.ok() ? 1u : 200u);
+}
+
 }  // namespace
 }  // namespace cairn

@@ -332,13 +332,13 @@ Status LoadTenant(GroupDirectory<Payload, Route>& directory,
 // Writes every kActive object of `directory` to `path` as one tenant section
 // named options.tenant_name, with the directory's tenant instance and its
 // account's limit (unlimited without one). The file is written to
-// `path` + ".tmp", synced (options.sync), renamed over `path`, and the
-// directory synced. Errors: kInvalidArgument (empty path; a non-empty
-// Payload and no encoder), the encoder's error, kUnavailable (shut down),
-// I/O errors (kNotFound: no such directory; kResourceExhausted: disk full;
-// kInternal). On error `path` is untouched and the temporary file removed.
-// Locks: one unit at a time (GroupDirectory::InspectUnit); blocks writers of
-// that unit while it is read, never readers. Allocates.
+// its own temporary file (`path`.tmp.<pid>.<n>), synced (options.sync), renamed
+// over `path`, and the directory synced. Errors: kInvalidArgument (empty path;
+// a non-empty Payload and no encoder), the encoder's error, kUnavailable (shut
+// down), I/O errors (kNotFound: no such directory; kResourceExhausted: disk
+// full; kInternal). On error `path` is untouched and the temporary file
+// removed. Locks: one unit at a time (GroupDirectory::InspectUnit); blocks
+// writers of that unit while it is read, never readers. Allocates.
 template <typename Payload, template <typename> class Route>
 Status WriteSnapshot(
     const GroupDirectory<Payload, Route>& directory, const std::string& path,
