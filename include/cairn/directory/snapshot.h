@@ -249,9 +249,12 @@ Result<TenantRestorePlan<Payload>> PlanTenantRestore(
       // the lease it saw; the latest one wins (P1: it only moves later).
       lease = std::max(lease, o.lease_ttl_nanos);
     }
-    for (std::size_t i = u.first; i < u.first + u.count && !clash; ++i) {
-      for (std::size_t j = u.first; j < i; ++j) {
-        if (tenant.objects[j].key == tenant.objects[i].key) clash = true;
+    // A key repeated inside the unit: one hash set, linear in its members.
+    if (!clash && u.count > 1) {
+      std::unordered_set<std::string_view> unit_keys;
+      unit_keys.reserve(u.count);
+      for (std::size_t i = u.first; i < u.first + u.count && !clash; ++i) {
+        clash = !unit_keys.insert(tenant.objects[i].key).second;
       }
     }
     if (clash) {
