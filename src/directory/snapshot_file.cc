@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -146,10 +147,22 @@ SnapshotFileWriter::SnapshotFileWriter(std::string path, std::string tmp,
 Result<std::unique_ptr<SnapshotFileWriter>> SnapshotFileWriter::Create(
     const std::string& path, const SnapshotWriteOptions& options) {
   if (path.empty()) return InvalidArgumentError("empty snapshot path");
-  std::string tmp = path + ".tmp";
-  const int fd =
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("cannot create", tmp, errno);
+  // A temporary file of this writer's own (`path`.tmp.<pid>.<n>, created
+  // exclusively): two writers of one path must never share an inode, or the
+  // later one's rename publishes the earlier one's bytes mixed into its own.
+  static std::atomic<std::uint64_t> next_tmp{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0;; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(next_tmp.fetch_add(1, std::memory_order_relaxed));
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) break;
+    // EEXIST: a leftover of an earlier process with this pid; try the next.
+    if (errno != EEXIST || attempt == 15) {
+      return IoError("cannot create", tmp, errno);
+    }
+  }
   return std::unique_ptr<SnapshotFileWriter>(
       new SnapshotFileWriter(path, std::move(tmp), fd, options));
 }

@@ -275,6 +275,31 @@ TEST(DurableLogTest, H1FailedAppendLeavesObjectUntouched) {
   CheckFailureLeavesObjectsUntouched(/*fail_append=*/true);
 }
 
+// Review finding: a member create whose append fails must not move its
+// group's lease either (H1: nothing a reader can observe changes). The
+// group lease is visible (View::lease_deadline_nanos of every member) and
+// gates a non-forced EraseGroup. Planted/real: the lease was raised before
+// the append, so this EraseGroup failed with "group lease has not expired".
+TEST(DurableLogTest, H1FailedMemberAppendLeavesGroupLeaseUntouched) {
+  Fixture f;
+  Dir& d = *f.dir;
+  ASSERT_TRUE(d.Create("m1", Sized(10, "g"), {"m1"}).ok());
+  std::int64_t lease_before = -1;
+  ASSERT_TRUE(d.WithObject("m1", [&](const View& v) {
+                 lease_before = v.lease_deadline_nanos();
+               }).ok());
+  CreateOptions leased = Sized(10, "g");
+  leased.lease_ttl = std::chrono::hours(1);
+  f.log.FailAppend(UnavailableError("log down"));
+  EXPECT_EQ(d.Create("m2", leased, {"m2"}).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(d.Pin("m2").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(d.WithObject("m1", [&](const View& v) {
+                 EXPECT_EQ(v.lease_deadline_nanos(), lease_before);
+               }).ok());
+  EXPECT_TRUE(d.EraseGroup("g").ok());
+}
+
 TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {
   // Inside Append (the directory holds the object lock) another thread
   // looks at the key with lock-free reads: the change must not show yet.

@@ -734,16 +734,18 @@ class GroupDirectory {
         continue;
       }
       init.id = NextObjectId();
-      // D8: the group and its lease are wired before the member is routed.
-      if (init.lease_deadline_nanos != 0) {
-        directory_internal::AtomicMax(group->lease_deadline_,
-                                      init.lease_deadline_nanos);
-      }
+      const std::int64_t lease = init.lease_deadline_nanos;
       init.lease_deadline_nanos = 0;  // a member's lease is the group's
       Entry* entry = group->AddMember(std::move(init), std::move(payload));
       Owner owner(group, entry);  // aliasing: keeps the group alive
       Status s =
           pending ? Status::Ok() : ActivateLogged(entry, log, payload_bytes);
+      // D8: the group and its lease are wired before the member is routed;
+      // H1: only after its record is appended, so a refused append leaves
+      // the group's lease as it was.
+      if (s.ok() && lease != 0) {
+        directory_internal::AtomicMax(group->lease_deadline_, lease);
+      }
       if (s.ok()) s = route_.Publish(key, owner, budget);
       if (!s.ok()) {
         // Never routed, so nobody else saw it: drop it again. A group this

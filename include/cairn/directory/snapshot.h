@@ -257,9 +257,12 @@ Result<TenantRestorePlan<Payload>> PlanTenantRestore(
       // the lease it saw; the latest one wins (P1: it only moves later).
       lease = std::max(lease, o.lease_ttl_nanos);
     }
-    for (std::size_t i = u.first; i < u.first + u.count && !clash; ++i) {
-      for (std::size_t j = u.first; j < i; ++j) {
-        if (tenant.objects[j].key == tenant.objects[i].key) clash = true;
+    // A key repeated inside the unit: one hash set, linear in its members.
+    if (!clash && u.count > 1) {
+      std::unordered_set<std::string_view> unit_keys;
+      unit_keys.reserve(u.count);
+      for (std::size_t i = u.first; i < u.first + u.count && !clash; ++i) {
+        clash = !unit_keys.insert(tenant.objects[i].key).second;
       }
     }
     if (clash) {
@@ -340,14 +343,13 @@ Status LoadTenant(GroupDirectory<Payload, Route>& directory,
 // Writes every kActive object of `directory` to `path` as one tenant section
 // named options.tenant_name, with the directory's tenant instance and its
 // account's limit (unlimited without one). The file is written to
-// `path` + ".tmp", synced (options.sync), renamed over `path`, and the
-// directory synced. Errors: kInvalidArgument (empty path; a non-empty
-// Payload and no encoder), the encoder's error, kUnavailable (shut down),
-// I/O errors (kNotFound: no such directory; kResourceExhausted: disk full;
-// kInternal). On error `path` is untouched and the temporary file removed.
-// Locks: one unit at a time (GroupDirectory::InspectUnit); blocks writers of
-// that unit while it is read, never readers. Allocates. One writer per
-// `path` at a time: two would share `path` + ".tmp".
+// its own temporary file (`path`.tmp.<pid>.<n>), synced (options.sync), renamed
+// over `path`, and the directory synced. Errors: kInvalidArgument (empty path;
+// a non-empty Payload and no encoder), the encoder's error, kUnavailable (shut
+// down), I/O errors (kNotFound: no such directory; kResourceExhausted: disk
+// full; kInternal). On error `path` is untouched and the temporary file
+// removed. Locks: one unit at a time (GroupDirectory::InspectUnit); blocks
+// writers of that unit while it is read, never readers. Allocates.
 template <typename Payload, template <typename> class Route>
 Status WriteSnapshot(
     const GroupDirectory<Payload, Route>& directory, const std::string& path,

@@ -116,7 +116,8 @@ struct ParsedSnapshot {
   std::uint64_t objects = 0;
 };
 
-// Writes a snapshot to `path` + ".tmp", then (Commit) syncs it and renames it
+// Writes a snapshot to a temporary file of its own (`path`.tmp.<pid>.<n>,
+// created exclusively), then (Commit) syncs it and renames it
 // over `path`. Records are buffered and written in large chunks. Calls must
 // follow the grammar above (CAIRN_CHECK). A writer destroyed before a
 // successful Commit removes its temporary file.
