@@ -109,6 +109,7 @@ Status InMemoryDurableLog::Append(const LogReservation& reservation,
   }
   Record r;
   r.reservation = reservation.id;
+  r.reserved_bytes = reservation.bytes;
   r.body = std::string(record);
   records_.push_back(std::move(r));
   return Status::Ok();

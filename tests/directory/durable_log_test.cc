@@ -235,6 +235,14 @@ void CheckFailureLeavesObjectsUntouched(bool fail_append) {
                  EXPECT_EQ(v.payload().bytes, "a");
                }).ok());
   fail_next();
+  expect_failed(d.CommitUpsertWithPayload("a", a->token(), {"new"}),
+                "upsert with payload");
+  EXPECT_EQ(f.Version("a"), version_a);
+  EXPECT_TRUE(d.WithObject("a", [](const View& v) {
+                 EXPECT_EQ(v.size_bytes(), 10u);
+                 EXPECT_EQ(v.payload().bytes, "a");
+               }).ok());
+  fail_next();
   expect_failed(d.Erase("a"), "erase");
   fail_next();
   expect_failed(d.EraseIfMatch("a", (*a)->id(), a->get()), "erase if match");
@@ -273,6 +281,48 @@ TEST(DurableLogTest, H1FailedReservationLeavesObjectUntouched) {
 
 TEST(DurableLogTest, H1FailedAppendLeavesObjectUntouched) {
   CheckFailureLeavesObjectsUntouched(/*fail_append=*/true);
+}
+
+// CommitUpsertWithPayload logs the payload readers will see: the record is
+// the upsert's post-state (version, staged size, new payload bytes) and its
+// reservation covered the payload. CommitUpsert with a callback logs the
+// envelope only (its payload is written after the append).
+TEST(DurableLogTest, H1UpsertWithPayloadLogsTheNewPayload) {
+  Fixture f;
+  Dir& d = *f.dir;
+  ASSERT_TRUE(d.Create("a", Sized(10), {"one"}).ok());
+  Result<Handle> a = d.Pin("a");
+  ASSERT_TRUE(a.ok());
+  const std::string big(300, 'x');
+  ASSERT_TRUE(d.BeginUpsert("a", a->token(), {20, 20}).ok());
+  ASSERT_TRUE(d.CommitUpsertWithPayload("a", a->token(), {big}).ok());
+
+  std::vector<DurableRecordView> durable = f.Durable();
+  ASSERT_FALSE(durable.empty());
+  const DurableRecordView& last = durable.back();
+  EXPECT_EQ(last.op, DurableOp::kUpsert);
+  ASSERT_EQ(last.objects.size(), 1u);
+  EXPECT_TRUE(last.objects[0].payload_logged);
+  EXPECT_EQ(last.objects[0].payload, big);
+  EXPECT_EQ(last.objects[0].size_bytes, 20u);
+  EXPECT_EQ(last.objects[0].version, f.Version("a"));
+  EXPECT_TRUE(d.WithObject("a", [&](const View& v) {
+                 EXPECT_EQ(v.payload().bytes, big);
+                 EXPECT_EQ(v.size_bytes(), 20u);
+               }).ok());
+  // The reservation asked for the whole record, payload included.
+  const InMemoryDurableLog::Record record = f.log.records().back();
+  EXPECT_EQ(record.state, InMemoryDurableLog::RecordState::kDurable);
+  EXPECT_EQ(record.reserved_bytes, record.body.size());
+
+  // The callback form: same op, no payload bytes.
+  ASSERT_TRUE(d.BeginUpsert("a", a->token(), {30, 30}).ok());
+  ASSERT_TRUE(d.CommitUpsert("a", a->token(), [](Access& x) {
+                 x.payload().bytes = "three";
+               }).ok());
+  durable = f.Durable();
+  EXPECT_EQ(durable.back().op, DurableOp::kUpsert);
+  EXPECT_FALSE(durable.back().objects[0].payload_logged);
 }
 
 // Review finding: a member create whose append fails must not move its

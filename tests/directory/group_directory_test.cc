@@ -1092,15 +1092,33 @@ struct ProbePayload {
       : dir(std::exchange(other.dir, nullptr)),
         destroyed(other.destroyed),
         under_lock(other.under_lock),
-        probes(other.probes) {}
-  ProbePayload& operator=(ProbePayload&&) = delete;
+        probes(other.probes),
+        read_key(std::move(other.read_key)) {}
+  // Only into a moved-from payload: overwriting a live one would run its
+  // release in place, under whatever lock the caller holds.
+  ProbePayload& operator=(ProbePayload&& other) noexcept {
+    EXPECT_EQ(dir, nullptr) << "a live payload overwritten in place";
+    dir = std::exchange(other.dir, nullptr);
+    destroyed = other.destroyed;
+    under_lock = other.under_lock;
+    probes = other.probes;
+    read_key = std::move(other.read_key);
+    return *this;
+  }
+  // Set: the probe reads this key (needs its object lock) instead of
+  // creating a key (needs the stripe).
+  std::string read_key;
   ~ProbePayload() {
     if (dir == nullptr) return;
     const int n = destroyed->fetch_add(1) + 1;
     auto done = std::make_shared<std::atomic<bool>>(false);
     ProbeDirectory* d = dir;
-    probes->emplace_back([d, done, n] {
-      EXPECT_TRUE(d->Create(testing::Key("probe-", n)).ok());
+    probes->emplace_back([d, done, n, key = read_key] {
+      if (key.empty()) {
+        EXPECT_TRUE(d->Create(testing::Key("probe-", n)).ok());
+      } else {
+        EXPECT_TRUE(d->WithObject(key, [](auto&) {}).ok());
+      }
       done->store(true);
     });
     const auto give_up =
@@ -1136,6 +1154,29 @@ TEST(GroupDirectoryRouteErrorTest,
     for (std::thread& t : probes) t.join();
     EXPECT_TRUE(dir.Pin("probe-1").ok());
     EXPECT_TRUE(dir.Pin("probe-2").ok());
+  }
+}
+
+// L3 on CommitUpsertWithPayload: the replaced payload is destroyed after
+// the object's lock is released (its probe reads the same object).
+TEST(GroupDirectoryRouteErrorTest,
+     L3UpsertWithPayloadDestroysReplacedPayloadWithNoLockHeld) {
+  std::atomic<int> destroyed{0}, under_lock{0};
+  std::vector<std::thread> probes;
+  {
+    ProbeDirectory dir{DirectoryOptions{}};
+    ProbePayload old(&dir, &destroyed, &under_lock, &probes);
+    old.read_key = "a";
+    ASSERT_TRUE(dir.Create("a", CreateOptions{}, std::move(old)).ok());
+    Result<ObjectHandle<ProbePayload>> a = dir.Pin("a");
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(dir.BeginUpsert("a", a->token(), {1, 1}).ok());
+    ASSERT_TRUE(dir.CommitUpsertWithPayload("a", a->token(), ProbePayload())
+                    .ok());
+    EXPECT_EQ(destroyed.load(), 1) << "replaced payload kept alive";
+    EXPECT_EQ(under_lock.load(), 0)
+        << "replaced payload destroyed under the object lock";
+    for (std::thread& t : probes) t.join();
   }
 }
 

@@ -2,7 +2,11 @@
 //
 // DurableLog: the hook through which a GroupDirectory writes every change a
 // reader can see to a log before any reader can see it (H1,
-// docs/durable_log.md). The directory drives one protocol per change:
+// docs/durable_log.md). Appended is not durable: other threads see a change
+// once its mutation releases its locks, before Finalize makes its record
+// durable; only the mutation's caller waits for durability, so a crash can
+// lose a change another thread already saw. The directory drives one
+// protocol per change:
 //
 //   Reserve(bytes)          with no directory lock held; may allocate, may
 //                           wait for room, may fail (nothing changes then)
@@ -67,9 +71,10 @@ class DurableLog {
  public:
   virtual ~DurableLog() = default;
 
-  // Reserves room for a record of about `bytes` bytes (a record may be
-  // longer: a payload encoded under the lock is not known here). Called with
-  // no directory lock held. An error leaves the directory unchanged and is
+  // Reserves room for a record of about `bytes` bytes. A record may be
+  // longer than reserved: a Commit's payload is encoded under the lock, and
+  // EraseGroup and eviction reserve a one-object record for what becomes a
+  // whole group's. Called with no directory lock held. An error leaves the directory unchanged and is
   // returned to the caller of the mutation.
   virtual Result<LogReservation> Reserve(std::size_t bytes) = 0;
   // Appends `record` (a body, see EncodeDurableRecord) under `reservation`.
@@ -220,6 +225,7 @@ class InMemoryDurableLog final : public DurableLog {
   enum class RecordState : std::uint8_t { kAppended, kDurable, kCancelled };
   struct Record {
     std::uint64_t reservation = 0;
+    std::uint64_t reserved_bytes = 0;  // what its Reserve asked for
     std::string body;
     RecordState state = RecordState::kAppended;
     std::vector<ObjectToken> tokens;  // set by Finalize

@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -382,48 +383,36 @@ class GroupDirectory {
   // the same exclusive lock so the host installs the new payload in the
   // same step. Errors, no state change: kNotFound, kFailedPrecondition (no
   // upsert pending; or a quota ledger mismatch), kInvalidArgument,
-  // kUnavailable. Same callback rules as WithObjectExclusive.
+  // kUnavailable. Same callback rules as WithObjectExclusive. With a durable
+  // log, the record is appended before fn runs, so it carries the staged
+  // envelope and no payload bytes; use CommitUpsertWithPayload to log them.
   template <typename Fn>
   Status CommitUpsert(std::string_view key, ObjectToken token, Fn&& fn) {
-    if (Status s = CheckCall(key); !s.ok()) return s;
-    LogStep log;  // H1: reserved before the object lock
-    if (Status s = ReserveLog(&log, key, nullptr); !s.ok()) return s;
-    Status refused;
-    auto commit = [&](Access& access) {
-      Entry& e = access.entry_;
-      e.mu_.AssertHeld();
-      directory_internal::Ledger& ledger = e.ledger_;
-      if (!ledger.upsert_pending) {
-        refused = FailedPreconditionError("no upsert is pending");
-        return;
-      }
-      // The record carries the staged envelope; fn installs the payload
-      // only once it is appended (the payload itself is not logged here).
-      if (Status s = AppendLogged(
-              &log, DurableOp::kUpsert, &e,
-              e.version_.load(std::memory_order_relaxed) + 1,
-              ledger.pending_size, ledger.pending, LogPayload::kNone);
-          !s.ok()) {
-        refused = std::move(s);
-        return;
-      }
-      if (Status s = RefundQuota(e.counted_bytes()); !s.ok()) {
-        refused = FailedPreconditionError("quota ledger mismatch");
-        return;
-      }
-      e.counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
-      e.size_bytes_ = ledger.pending_size;
-      ledger.upsert_pending = false;
-      ledger.pending = 0;
-      e.version_.fetch_add(1, std::memory_order_relaxed);
-      fn(access);
-    };
-    Status s = LookupToken<true>(key, token, commit);
-    if (s.ok() && refused.ok()) FinalizeLog(&log, token);
-    return s.ok() ? refused : s;
+    return CommitStagedUpsert(key, token, LogPayload::kNone, {}, fn);
   }
   Status CommitUpsert(std::string_view key, ObjectToken token) {
     return CommitUpsert(key, token, [](Access&) {});
+  }
+
+  // CommitUpsert that installs `payload` as the object's payload. With a
+  // durable log whose DurablePayloadCodec logs payloads, the record carries
+  // the new payload's bytes (encoded here, before any lock), so a replay
+  // sees what readers see. The replaced payload is destroyed after the
+  // object lock is released. Errors, no state change: as CommitUpsert.
+  Status CommitUpsertWithPayload(std::string_view key, ObjectToken token,
+                                 Payload payload) {
+    std::string bytes;
+    if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
+      if (options_.durable_log != nullptr) {
+        DurablePayloadCodec<Payload>::Encode(payload, &bytes);
+      }
+    }
+    std::optional<Payload> replaced;  // outlives the lock
+    return CommitStagedUpsert(key, token, LogPayload::kGiven, bytes,
+                              [&](Access& access) {
+                                replaced.emplace(std::move(access.payload()));
+                                access.payload() = std::move(payload);
+                              });
   }
 
   // Drops the staged upsert of `token` and refunds its pending charge; the
@@ -1180,10 +1169,6 @@ class GroupDirectory {
   static void UnlockObject(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
     e->mu_.Unlock();
   }
-  static void Activate(Entry* e) {
-    WriterLock lock(&e->mu_);
-    e->SetLifecycle(Lifecycle::kActive);
-  }
   // Caller holds e's lock exclusively (the group transaction's loop).
   static void MarkRemoving(Entry* e) {
     e->mu_.AssertHeld();
@@ -1469,18 +1454,63 @@ class GroupDirectory {
 
   // Which payload bytes a record carries.
   enum class LogPayload : std::uint8_t {
-    kNone,   // none (removals; the envelope of an upsert)
+    kNone,   // none (removals; CommitUpsert with a callback)
     kEntry,  // the entry's payload, encoded under its lock (Commit)
-    kGiven,  // bytes encoded before any lock (Create)
+    kGiven,  // bytes encoded before any lock (Create, CommitUpsertWithPayload)
   };
 
+  // CommitUpsert's body; `payload`/`given` say which payload bytes the
+  // record carries (none, or bytes the caller encoded off-lock).
+  template <typename Fn>
+  Status CommitStagedUpsert(std::string_view key, ObjectToken token,
+                            LogPayload payload, std::string_view given,
+                            Fn&& fn) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    LogStep log;  // H1: reserved before the object lock
+    if (Status s = ReserveLog(&log, key, nullptr, given.size()); !s.ok()) {
+      return s;
+    }
+    Status refused;
+    auto commit = [&](Access& access) {
+      Entry& e = access.entry_;
+      e.mu_.AssertHeld();
+      directory_internal::Ledger& ledger = e.ledger_;
+      if (!ledger.upsert_pending) {
+        refused = FailedPreconditionError("no upsert is pending");
+        return;
+      }
+      if (Status s = AppendLogged(
+              &log, DurableOp::kUpsert, &e,
+              e.version_.load(std::memory_order_relaxed) + 1,
+              ledger.pending_size, ledger.pending, payload, given);
+          !s.ok()) {
+        refused = std::move(s);
+        return;
+      }
+      if (Status s = RefundQuota(e.counted_bytes()); !s.ok()) {
+        refused = FailedPreconditionError("quota ledger mismatch");
+        return;
+      }
+      e.counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+      e.size_bytes_ = ledger.pending_size;
+      ledger.upsert_pending = false;
+      ledger.pending = 0;
+      e.version_.fetch_add(1, std::memory_order_relaxed);
+      fn(access);
+    };
+    Status s = LookupToken<true>(key, token, commit);
+    if (s.ok() && refused.ok()) FinalizeLog(&log, token);
+    return s.ok() ? refused : s;
+  }
+
   // Reserves a one-object record for `key` (e's group name, if known).
-  Status ReserveLog(LogStep* log, std::string_view key, const Entry* e) {
+  Status ReserveLog(LogStep* log, std::string_view key, const Entry* e,
+                    std::size_t payload_bytes = 0) {
     if (options_.durable_log == nullptr) return Status::Ok();
     const std::size_t name =
         e != nullptr && e->group() != nullptr ? e->group()->name().size() : 0;
     return log->Reserve(options_.durable_log,
-                        DurableRecordBytes(key.size(), name, 0));
+                        DurableRecordBytes(key.size(), name, payload_bytes));
   }
   void BeginLogged(LogStep* log, DurableOp op, const Group* group,
                    std::uint32_t count) const {
