@@ -8,7 +8,10 @@
 
 #include "cairn/directory/durable_log.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -734,6 +737,55 @@ TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
   ASSERT_TRUE(s.ok());
   ASSERT_EQ(bodies.size(), 1u);
   EXPECT_EQ(bodies[0], body("b"));
+}
+
+// A write that fails is sticky (durable_log.h, Finalize): the record it
+// carried is not reported durable, status() keeps the error, and every later
+// mutation is refused with it, so nothing more becomes visible. The write is
+// made to fail with RLIMIT_FSIZE (ctest runs each test in its own process;
+// the limit is restored before the test ends).
+TEST(FileDurableLogTest, FailedWriteIsStickyAndRefusesLaterChanges) {
+  ScratchDir dir;
+  const std::string path = dir.File("sticky.log");
+  std::atomic<int> durable{0};
+  FileDurableLogOptions options;
+  options.on_durable = [&](std::span<const ObjectToken>) { ++durable; };
+  Result<std::unique_ptr<FileDurableLog>> log =
+      FileDurableLog::Open(path, options);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  DirectoryOptions o;
+  o.durable_log = log->get();
+  Dir d(o);
+  ASSERT_TRUE(d.Create("before", Sized(1), {"x"}).ok());
+  ASSERT_EQ(durable.load(), 1);
+  const std::size_t size = ReadWholeFile(path).size();
+
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  void (*saved_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = size + 8;  // less than one more record
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  // Visible (the change cannot be undone) but not durable.
+  EXPECT_TRUE(d.Create("lost", Sized(1), {"y"}).ok());
+  const Status sticky = (*log)->status();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, saved_handler);
+
+  EXPECT_FALSE(sticky.ok());
+  EXPECT_EQ(durable.load(), 1) << "a failed record was reported durable";
+  EXPECT_EQ((*log)->durable_records(), 1u);
+  // With room again, the log still refuses: the error is sticky.
+  EXPECT_EQ(d.Create("after", Sized(1), {"z"}).status().code(), sticky.code());
+  EXPECT_EQ(d.Pin("after").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(d.Erase("before").code(), sticky.code());
+  EXPECT_TRUE(d.Pin("before").ok());
+  EXPECT_EQ((*log)->status().code(), sticky.code());
+  // The file holds the durable prefix (and perhaps a torn tail).
+  Status s;
+  DurableLogScan scan;
+  ReadBodies(path, &s, &scan);
+  EXPECT_EQ(scan.records, 1u);
 }
 
 TEST(FileDurableLogTest, BadOptionsAndPathsAreRejected) {
