@@ -491,9 +491,12 @@ std::string GroupBody(std::string_view name, std::uint32_t members) {
   return b;
 }
 std::string ObjectBody(std::string_view key, std::uint32_t key_bytes,
-                       std::int64_t lease_ttl = 0) {
+                       std::int64_t lease_ttl = 0,
+                       std::uint64_t counted_bytes = 0) {
   std::string b;
-  for (int i = 0; i < 3; ++i) Append<std::uint64_t>(b, 0);
+  Append<std::uint64_t>(b, counted_bytes);  // size
+  Append<std::uint64_t>(b, counted_bytes);
+  Append<std::uint64_t>(b, 0);  // retained
   Append<std::int64_t>(b, lease_ttl);
   Append<std::int64_t>(b, lease_ttl);  // soft pin
   Append<std::uint32_t>(b, 0);
@@ -561,6 +564,11 @@ TEST(SnapshotTest, H2WellChecksummedFileWithBadStructureIsDataLoss) {
        {{T::kTenant, TenantBody("t")},
         {static_cast<T>(9), "x"},
         {T::kTenantEnd, EndBody(0, 0)}}},
+      {"counted bytes past what an account can hold",
+       {{T::kTenant, TenantBody("t")},
+        {T::kObject, ObjectBody("a", 1, 0, QuotaAccount::kUnlimited / 2 + 1)},
+        {T::kObject, ObjectBody("b", 1, 0, QuotaAccount::kUnlimited / 2 + 1)},
+        {T::kTenantEnd, EndBody(0, 2)}}},
       {"tenant named twice",
        {{T::kTenant, TenantBody("t")},
         {T::kTenantEnd, EndBody(0, 0)},
