@@ -1289,6 +1289,27 @@ class GroupDirectory {
     if (it != catalog_.end() && it->second.get() == group) catalog_.erase(it);
   }
 
+  // Under the instance's exclusive lock: checks it may be erased, logs the
+  // removal, releases its quota ledger and marks it kRemoving. An error
+  // changes nothing. The caller unlinks it after the lock is released (L3).
+  Status MarkErased(const Owner& owner, const EraseOptions& options,
+                    Removal* removal, Lifecycle expect,
+                    std::int64_t pending_cutoff, LogStep* log) {
+    Entry* e = owner.get();
+    WriterLock lock(&e->mu_);
+    if (Status s = CheckErasable(e, options, expect, pending_cutoff);
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e); !s.ok()) {
+      return s;
+    }
+    if (Status s = ReleaseLedger(e); !s.ok()) return s;
+    *removal = MakeRemoval(owner);
+    e->SetLifecycle(Lifecycle::kRemoving);
+    return Status::Ok();
+  }
+
   // Erase protocol for one routed instance. Caller holds the key's stripe.
   // `expect` is the lifecycle the instance must be in: kActive for an erase,
   // kCreating for the abort of a pending put.
@@ -1300,19 +1321,10 @@ class GroupDirectory {
     Entry* e = owner.get();
     Group* group = e->group();
     if (group == nullptr) {
-      {
-        WriterLock lock(&e->mu_);
-        if (Status s = CheckErasable(e, options, expect, pending_cutoff);
-            !s.ok()) {
-          return s;
-        }
-        if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e);
-            !s.ok()) {
-          return s;
-        }
-        if (Status s = ReleaseLedger(e); !s.ok()) return s;
-        *removal = MakeRemoval(owner);
-        e->SetLifecycle(Lifecycle::kRemoving);
+      if (Status s = MarkErased(owner, options, removal, expect,
+                                pending_cutoff, log);
+          !s.ok()) {
+        return s;
       }
       // Object lock released before the route changes (L3).
       Unlink(owner, budget);
@@ -1322,19 +1334,10 @@ class GroupDirectory {
     bool group_gone = false;
     {
       MutexLock group_lock(&group->mu_);
-      {
-        WriterLock lock(&e->mu_);
-        if (Status s = CheckErasable(e, options, expect, pending_cutoff);
-            !s.ok()) {
-          return s;
-        }
-        if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e);
-            !s.ok()) {
-          return s;
-        }
-        if (Status s = ReleaseLedger(e); !s.ok()) return s;
-        *removal = MakeRemoval(owner);
-        e->SetLifecycle(Lifecycle::kRemoving);
+      if (Status s = MarkErased(owner, options, removal, expect,
+                                pending_cutoff, log);
+          !s.ok()) {
+        return s;
       }
       group->RemoveMember(e);
       if (group->live_.empty()) {
