@@ -305,6 +305,54 @@ TEST(ObjectRouteIndexTest, EntryDeclaringMoreThanTheCapCanStillBeUnlinked) {
   EXPECT_EQ(route.Pin("huge"), nullptr);
 }
 
+// A write refused for want of retire room changes nothing: the copy it
+// built is dropped unseen, the entry stays routed, and its record stays with
+// the bucket, so the write that later retires the bucket's snapshot does not
+// free the entry with it.
+TEST(ObjectRouteIndexTest, RefusedUnlinkKeepsTheEntryAndItsRecord) {
+  EpochOptions epoch_options;
+  epoch_options.retired_bytes_cap = 64 << 10;
+  epoch_options.reclaim_deadline = std::chrono::milliseconds(1);
+  EpochDomain domain(epoch_options);
+  RouteOptions options;
+  options.bucket_count = 1;
+  options.fixed_bucket_count = true;
+  options.epoch_domain = &domain;
+  Route route(options);
+  Owner kept = Make(1, "kept");
+  std::weak_ptr<TestEntry> watch = kept;
+  TestEntry* const raw = kept.get();
+  ASSERT_TRUE(route.Publish("kept", std::move(kept)).ok());
+  ASSERT_TRUE(route.Publish("other", Make(2, "other")).ok());
+  domain.TryReclaim();  // hands this thread's retire credit back to the cap
+  std::vector<RetireReservation> fill;  // the cap, full
+  while (true) {
+    Result<RetireReservation> r = domain.TryReserve(64);
+    if (!r.ok()) break;
+    fill.push_back(std::move(r).value());
+  }
+  const RouteDiagnostics before = route.Diagnostics();
+  Route::WriteBudget none;
+  EXPECT_EQ(route.EraseIfMatch("kept", 1, raw, &none).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(route.EraseIfMatch("kept", 1, raw).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(route.Publish("third", Make(3, "third"), &none).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(Find(route, "kept"), raw);
+  EXPECT_EQ(Find(route, "third"), nullptr);
+  EXPECT_EQ(route.Diagnostics().publications, before.publications);
+  fill.clear();
+  // Retires the snapshot the refused unlinks started from.
+  ASSERT_TRUE(route.Publish("third", Make(3, "third")).ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_FALSE(watch.expired()) << "a refused unlink freed the entry";
+  EXPECT_EQ(Find(route, "kept"), raw);
+  ASSERT_TRUE(route.EraseIfMatch("kept", 1, raw).ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_TRUE(watch.expired());
+}
+
 // kUnavailable is cairn's one "shut down" code: once the route's epoch
 // domain is shut down every write that would retire says so, with nothing
 // changed; a miss is still kNotFound and reads keep working.
