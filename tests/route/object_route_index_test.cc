@@ -22,6 +22,7 @@
 #include "bench/baselines/locked_route.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/route_concept.h"
+#include "testing/alloc_counter.h"
 #include "testing/route_peer.h"
 #include "testing/stress.h"
 
@@ -351,6 +352,35 @@ TEST(ObjectRouteIndexTest, RefusedUnlinkKeepsTheEntryAndItsRecord) {
   ASSERT_TRUE(route.EraseIfMatch("kept", 1, raw).ok());
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_TRUE(watch.expired());
+}
+
+// Route blocks (snapshots and records) a thread frees are reused by its
+// next allocations of the same size, up to kCacheBytesPerThread; past that
+// they go back to the allocator. (What a thread keeps is freed when it
+// exits: the ASan build's leak check fails otherwise.)
+TEST(RouteBlockCacheTest, ReusesFreedBlocksUpToTheBound) {
+  using route_internal::AllocateBlock;
+  using route_internal::block_cache;
+  using route_internal::FreeBlock;
+  using route_internal::kCacheBytesPerThread;
+  constexpr std::size_t kBlock = 256;
+  std::thread([] {
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < 2 * kCacheBytesPerThread / kBlock; ++i) {
+      blocks.push_back(AllocateBlock(kBlock));
+      ASSERT_NE(blocks.back(), nullptr);
+    }
+    for (void* p : blocks) FreeBlock(p, kBlock);
+    EXPECT_EQ(block_cache.bytes, kCacheBytesPerThread) << "unbounded";
+    testing::AllocationCounter allocs;
+    void* again = AllocateBlock(kBlock);
+    EXPECT_EQ(allocs.count(), 0u) << "a freed block was not reused";
+    EXPECT_EQ(block_cache.bytes, kCacheBytesPerThread - kBlock);
+    void* other = AllocateBlock(kBlock + 64);  // another size class
+    EXPECT_EQ(allocs.count(), 1u);
+    FreeBlock(other, kBlock + 64);
+    FreeBlock(again, kBlock);
+  }).join();
 }
 
 // kUnavailable is cairn's one "shut down" code: once the route's epoch

@@ -314,7 +314,7 @@ class ObjectRouteIndex {
                  WriteBudget* budget = nullptr) {
     CAIRN_CHECK(owner != nullptr);
     const std::uint64_t hash = route_internal::RouteHash(key);
-    std::unique_ptr<Record> record(new (std::nothrow) Record{std::move(owner)});
+    std::unique_ptr<Record, RecordDeleter> record(Record::New(std::move(owner)));
     if (record == nullptr) return AllocationFailed();
     Status s = Write(
         hash, budget,
@@ -441,7 +441,10 @@ class ObjectRouteIndex {
   using Table = route_internal::RouteTable<Snapshot>;
   // An unlinked entry's fixed share of the retired bytes: its record and the
   // entry object the record's owner may be the last to hold.
-  static constexpr std::size_t kRecordBytes = sizeof(Record) + sizeof(Entry);
+  static constexpr std::size_t kRecordBytes = Record::kBlock + sizeof(Entry);
+  struct RecordDeleter {
+    void operator()(Record* record) const noexcept { Record::Delete(record); }
+  };
 
   // Packed (not a cache line each): stripes are taken by writers only, and
   // an empty route should stay small (docs/route.md, "Memory"). Each keeps
