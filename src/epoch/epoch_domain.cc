@@ -285,6 +285,30 @@ class DomainCore {
     return Status::Ok();
   }
 
+  // EpochDomain::TryUnlinkAndRetire(); `bag` null once the thread's
+  // cairn state is gone (the node then goes straight onto the list).
+  Status TryUnlinkAndRetire(Bag* bag, void* ptr, std::size_t bytes,
+                            EpochDomain::Deleter deleter,
+                            EpochDomain::Unlink unlink, void* arg) {
+    if (bytes > options_.retired_bytes_cap) return InvalidArgumentError();
+    if (shut_down_.load(std::memory_order_acquire)) return UnavailableError();
+    bool reclaim = false;
+    if (bag != nullptr) {
+      MutexLock lock(&bag->mu);
+      if (!TakeCredit(bag, bytes) && !TryCharge(bytes)) {
+        return ResourceExhaustedError();
+      }
+      unlink(arg);
+      reclaim = Push(bag, Retired{ptr, deleter, bytes, 0, 0});
+    } else {
+      if (!TryCharge(bytes)) return ResourceExhaustedError();
+      unlink(arg);
+      reclaim = AppendOne(Retired{ptr, deleter, bytes, 0, 0});
+    }
+    if (reclaim) reclaim_due_.store(true, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
   Status TryChargeNow(std::size_t bytes) {
     CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
     if (TryCharge(bytes)) return Status::Ok();
@@ -515,6 +539,8 @@ class DomainCore {
     }
     return active;
   }
+
+  bool shut_down() const { return shut_down_.load(std::memory_order_acquire); }
 
   void MarkDestroyed() { destroyed_.store(true, std::memory_order_release); }
   bool destroyed() const { return destroyed_.load(std::memory_order_acquire); }
@@ -1120,6 +1146,16 @@ void EpochDomain::RetireReserved(RetireReservation reservation, void* ptr,
                 reclaim == Reclaim::kDeferred);
 }
 
+Status EpochDomain::TryUnlinkAndRetire(void* ptr, std::size_t bytes,
+                                       Deleter deleter, Unlink unlink,
+                                       void* arg) noexcept {
+  CAIRN_CHECK_MSG(ptr != nullptr && deleter != nullptr && unlink != nullptr,
+                  "TryUnlinkAndRetire() needs a pointer, a deleter and an "
+                  "unlink");
+  return core_->TryUnlinkAndRetire(epoch_internal::ThisThreadBag(core_), ptr,
+                                   bytes, deleter, unlink, arg);
+}
+
 std::size_t EpochDomain::ReclaimIfDue() { return core_->ReclaimIfDue(); }
 
 std::size_t EpochDomain::TryReclaim() { return core_->TryReclaim(); }
@@ -1141,6 +1177,8 @@ void EpochDomain::ResetAfterFork() noexcept { core_->ResetAfterFork(); }
 const std::string& EpochDomain::name() const noexcept {
   return core_->options().name;
 }
+
+bool EpochDomain::shut_down() const noexcept { return core_->shut_down(); }
 
 ReadSideMode EpochDomain::read_side_mode() const noexcept {
   return core_->read_side.mode;

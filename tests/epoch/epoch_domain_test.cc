@@ -807,6 +807,49 @@ TEST(EpochReserveTest, TryReserveNeverWaitsOrCountsBusy) {
             StatusCode::kInvalidArgument);
 }
 
+// The route's one-step publication: the unlink runs only once the bytes
+// are charged, so a refused writer has changed nothing; the node is then
+// pending like any retirement, and no refusal allocates or counts as busy.
+TEST(EpochReserveTest, TryUnlinkAndRetireUnlinksOnlyWithRoom) {
+  EpochOptions options;
+  options.retired_bytes_cap = 100;
+  options.reclaim_deadline = std::chrono::seconds(10);  // would be noticed
+  EpochDomain domain(options);
+  std::atomic<int> deletions{0};
+  int unlinks = 0;
+  auto unlink = [&] { ++unlinks; };
+  auto* node = new Counted{&deletions};
+  std::optional<RetireReservation> held(
+      std::move(domain.TryReserve(90)).value());
+  EXPECT_EQ(domain.TryUnlinkAndRetire(node, 20, &DeleteCounted, unlink).code(),
+            StatusCode::kResourceExhausted);  // binds this thread's bag
+  {
+    testing::AllocationCounter allocs;
+    EXPECT_EQ(domain.TryUnlinkAndRetire(node, 20, &DeleteCounted, unlink).code(),
+              StatusCode::kResourceExhausted);
+    EXPECT_EQ(allocs.count(), 0u) << "a refusal under a caller's lock allocated";
+  }
+  EXPECT_EQ(unlinks, 0) << "unlinked without the retire budget";
+  EXPECT_EQ(domain.Diagnostics().busy_count, 0u);
+  EXPECT_EQ(domain.TryUnlinkAndRetire(node, 101, &DeleteCounted, unlink).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(unlinks, 0);
+  held.reset();
+  ASSERT_TRUE(domain.TryUnlinkAndRetire(node, 20, &DeleteCounted, unlink).ok());
+  EXPECT_EQ(unlinks, 1);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 20u);
+  EXPECT_EQ(deletions.load(), 0);
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
+  ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
+  auto* late = new Counted{&deletions};
+  EXPECT_EQ(domain.TryUnlinkAndRetire(late, 20, &DeleteCounted, unlink).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(unlinks, 1);
+  delete late;
+}
+
 }  // namespace
 }  // namespace cairn
 

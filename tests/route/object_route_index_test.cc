@@ -22,6 +22,7 @@
 #include "bench/baselines/locked_route.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/route_concept.h"
+#include "testing/alloc_counter.h"
 #include "testing/route_peer.h"
 #include "testing/stress.h"
 
@@ -303,6 +304,83 @@ TEST(ObjectRouteIndexTest, EntryDeclaringMoreThanTheCapCanStillBeUnlinked) {
   ASSERT_TRUE(route.Publish("huge", huge).ok());
   EXPECT_TRUE(route.EraseIfMatch("huge", 1, huge.get()).ok());
   EXPECT_EQ(route.Pin("huge"), nullptr);
+}
+
+// A write refused for want of retire room changes nothing: the copy it
+// built is dropped unseen, the entry stays routed, and its record stays with
+// the bucket, so the write that later retires the bucket's snapshot does not
+// free the entry with it.
+TEST(ObjectRouteIndexTest, RefusedUnlinkKeepsTheEntryAndItsRecord) {
+  EpochOptions epoch_options;
+  epoch_options.retired_bytes_cap = 64 << 10;
+  epoch_options.reclaim_deadline = std::chrono::milliseconds(1);
+  EpochDomain domain(epoch_options);
+  RouteOptions options;
+  options.bucket_count = 1;
+  options.fixed_bucket_count = true;
+  options.epoch_domain = &domain;
+  Route route(options);
+  Owner kept = Make(1, "kept");
+  std::weak_ptr<TestEntry> watch = kept;
+  TestEntry* const raw = kept.get();
+  ASSERT_TRUE(route.Publish("kept", std::move(kept)).ok());
+  ASSERT_TRUE(route.Publish("other", Make(2, "other")).ok());
+  domain.TryReclaim();  // hands this thread's retire credit back to the cap
+  std::vector<RetireReservation> fill;  // the cap, full
+  while (true) {
+    Result<RetireReservation> r = domain.TryReserve(64);
+    if (!r.ok()) break;
+    fill.push_back(std::move(r).value());
+  }
+  const RouteDiagnostics before = route.Diagnostics();
+  Route::WriteBudget none;
+  EXPECT_EQ(route.EraseIfMatch("kept", 1, raw, &none).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(route.EraseIfMatch("kept", 1, raw).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(route.Publish("third", Make(3, "third"), &none).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(Find(route, "kept"), raw);
+  EXPECT_EQ(Find(route, "third"), nullptr);
+  EXPECT_EQ(route.Diagnostics().publications, before.publications);
+  fill.clear();
+  // Retires the snapshot the refused unlinks started from.
+  ASSERT_TRUE(route.Publish("third", Make(3, "third")).ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_FALSE(watch.expired()) << "a refused unlink freed the entry";
+  EXPECT_EQ(Find(route, "kept"), raw);
+  ASSERT_TRUE(route.EraseIfMatch("kept", 1, raw).ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_TRUE(watch.expired());
+}
+
+// Route blocks (snapshots and records) a thread frees are reused by its
+// next allocations of the same size, up to kCacheBytesPerThread; past that
+// they go back to the allocator. (What a thread keeps is freed when it
+// exits: the ASan build's leak check fails otherwise.)
+TEST(RouteBlockCacheTest, ReusesFreedBlocksUpToTheBound) {
+  using route_internal::AllocateBlock;
+  using route_internal::block_cache;
+  using route_internal::FreeBlock;
+  using route_internal::kCacheBytesPerThread;
+  constexpr std::size_t kBlock = 256;
+  std::thread([] {
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < 2 * kCacheBytesPerThread / kBlock; ++i) {
+      blocks.push_back(AllocateBlock(kBlock));
+      ASSERT_NE(blocks.back(), nullptr);
+    }
+    for (void* p : blocks) FreeBlock(p, kBlock);
+    EXPECT_EQ(block_cache.bytes, kCacheBytesPerThread) << "unbounded";
+    testing::AllocationCounter allocs;
+    void* again = AllocateBlock(kBlock);
+    EXPECT_EQ(allocs.count(), 0u) << "a freed block was not reused";
+    EXPECT_EQ(block_cache.bytes, kCacheBytesPerThread - kBlock);
+    void* other = AllocateBlock(kBlock + 64);  // another size class
+    EXPECT_EQ(allocs.count(), 1u);
+    FreeBlock(other, kBlock + 64);
+    FreeBlock(again, kBlock);
+  }).join();
 }
 
 // kUnavailable is cairn's one "shut down" code: once the route's epoch

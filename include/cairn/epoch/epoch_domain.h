@@ -285,6 +285,30 @@ class EpochDomain {
   void RetireReserved(RetireReservation reservation, void* ptr, Deleter deleter,
                       Reclaim reclaim = Reclaim::kAllowed) noexcept;
 
+  // Unlink and retire in one step, for a writer under a lock of its own
+  // that must learn a retire would be refused before it unlinks anything
+  // (the route's copy-on-write publication). With the calling thread's
+  // retire bag locked, charges `bytes` from the bag's credit (a shared CAS
+  // only to refill it, else an exact charge of the cap) and, only if that
+  // succeeds, calls unlink(arg), which must make `ptr` unreachable, then
+  // appends `ptr` to the bag: one lock, no reservation object, no wait.
+  // No deleter runs here (as Reclaim::kDeferred): call ReclaimIfDue() once
+  // unlocked. `unlink` runs under the bag's lock, a leaf: it must not lock,
+  // allocate or call the domain. Code-only errors, `unlink` not called and
+  // `ptr` still the caller's: kResourceExhausted (no room now; not counted
+  // as busy), kUnavailable (shut down), kInvalidArgument (bytes > cap).
+  using Unlink = void (*)(void*);
+  Status TryUnlinkAndRetire(void* ptr, std::size_t bytes, Deleter deleter,
+                            Unlink unlink, void* arg) noexcept;
+  // The same with a callable: unlink() is called as above.
+  template <typename Fn>
+  Status TryUnlinkAndRetire(void* ptr, std::size_t bytes, Deleter deleter,
+                            Fn& unlink) noexcept {
+    return TryUnlinkAndRetire(
+        ptr, bytes, deleter, [](void* fn) { (*static_cast<Fn*>(fn))(); },
+        &unlink);
+  }
+
   // Runs TryReclaim() if a deferred retirement made one due. One relaxed
   // load otherwise. Call with no lock held.
   std::size_t ReclaimIfDue();
@@ -320,6 +344,10 @@ class EpochDomain {
   void ResetAfterFork() noexcept;
 
   const std::string& name() const noexcept;
+  // True once Shutdown() has begun: retirements answer kUnavailable. For a
+  // writer that changes shared state without retiring anything (the route
+  // filling an empty bucket) and must refuse as the others do.
+  bool shut_down() const noexcept;
   // The effective mode: kAsymmetric falls back to kSeqCst without membarrier.
   ReadSideMode read_side_mode() const noexcept;
 

@@ -314,11 +314,11 @@ class ObjectRouteIndex {
                  WriteBudget* budget = nullptr) {
     CAIRN_CHECK(owner != nullptr);
     const std::uint64_t hash = route_internal::RouteHash(key);
-    std::unique_ptr<Record> record(new (std::nothrow) Record{std::move(owner)});
+    std::unique_ptr<Record, RecordDeleter> record(Record::New(std::move(owner)));
     if (record == nullptr) return AllocationFailed();
     Status s = Write(
         hash, budget,
-        [&](const Snapshot* old, std::size_t*, std::size_t*) {
+        [&](const Snapshot* old, Change*) {
           if (old->Find(hash, key) != nullptr) return AlreadyExistsError();
           return Status::Ok();
         },
@@ -346,21 +346,17 @@ class ObjectRouteIndex {
     const typename Snapshot::Slot* slot = nullptr;
     Status s = Write(
         hash, budget,
-        [&](const Snapshot* old, std::size_t* extra, std::size_t* floor) {
+        [&](const Snapshot* old, Change* change) {
           slot = old->Find(hash, key);
           if (slot == nullptr || slot->entry != entry || entry->id() != id) {
             return NotFoundError();
           }
-          *extra = RetainedBytes(*entry);
-          *floor = kRecordBytes;
+          change->extra = RetainedBytes(*entry);
+          change->extra_floor = kRecordBytes;
+          change->unlinked = slot->record;
           return Status::Ok();
         },
-        [&](const Snapshot* old) {
-          const Snapshot* fresh = old->CopyWithErase(slot);
-          // The record rides on the retired snapshot and is freed with it.
-          if (fresh != nullptr) old->AdoptUnlinked(slot->record);
-          return fresh;
-        });
+        [&](const Snapshot* old) { return old->CopyWithErase(slot); });
     if (!s.ok()) return s;
     entries_.fetch_sub(1, std::memory_order_relaxed);
     MaybeResize(budget != nullptr);
@@ -445,7 +441,10 @@ class ObjectRouteIndex {
   using Table = route_internal::RouteTable<Snapshot>;
   // An unlinked entry's fixed share of the retired bytes: its record and the
   // entry object the record's owner may be the last to hold.
-  static constexpr std::size_t kRecordBytes = sizeof(Record) + sizeof(Entry);
+  static constexpr std::size_t kRecordBytes = Record::kBlock + sizeof(Entry);
+  struct RecordDeleter {
+    void operator()(Record* record) const noexcept { Record::Delete(record); }
+  };
 
   // Packed (not a cache line each): stripes are taken by writers only, and
   // an empty route should stay small (docs/route.md, "Memory"). Each keeps
@@ -569,20 +568,32 @@ class ObjectRouteIndex {
     return domain_->Reserve(need);
   }
 
+  // What check() tells Write() about a change it allows: what the write
+  // retires besides the old snapshot (an unlinked entry's RetainedBytes,
+  // and `extra_floor` to charge instead if that exceeds the cap), and the
+  // record of the entry it unlinks, which rides on the retired snapshot.
+  struct Change {
+    std::size_t extra = 0;
+    std::size_t extra_floor = 0;
+    Record* unlinked = nullptr;
+  };
+
   // One copy-on-write step on the bucket of `hash`. Under a guard and the
   // stripe lock, the bucket is found through the current table (following
   // `next` past a bucket a resize moved: under the stripe no bucket of it
-  // can move), and check(old, &extra, &floor) decides whether to change it:
-  // a non-OK Status refuses (returned as is, nothing changed); OK proceeds,
-  // and `extra` is what the write retires besides `old` (an unlinked
-  // entry's RetainedBytes, `floor` if that exceeds the cap). Then the
-  // retire budget for it all is put in hand before build(old) makes the
-  // replacement (null: allocation failure, nothing changed): from `locked`
-  // (see Publish) or taken without waiting under the stripe. Without room:
-  // a locked write refuses at once; an unlocked one drops the stripe and
-  // the guard, waits in Reserve() (which may run deleters, i.e. host code,
-  // so never under a cairn lock: L3) and starts over, a bounded number of
-  // times.
+  // can move), and check(old, &change) decides whether to change it: a
+  // non-OK Status refuses (returned as is, nothing changed); OK proceeds.
+  // build(old) makes the replacement (null: allocation failure, nothing
+  // changed). The replacement is published, and `old` retired, in one step
+  // of the domain (TryUnlinkAndRetire: the retire budget is taken first,
+  // from the thread's credit, and without it nothing is published), or
+  // with the reservation in hand (from PrepareWrite, see Publish, or waited
+  // for below) if it covers the write; the replacement is dropped unseen if
+  // neither has room.
+  // Without room: a locked write refuses at once; an unlocked one drops the
+  // stripe and the guard, waits in Reserve() (which may run deleters, i.e.
+  // host code, so never under a cairn lock: L3) and starts over, a bounded
+  // number of times.
   template <typename Check, typename Build>
   Status Write(std::uint64_t hash, WriteBudget* locked, Check&& check,
                Build&& build) {
@@ -594,6 +605,7 @@ class ObjectRouteIndex {
       const Snapshot* old = nullptr;
       std::size_t need = 0;
       std::size_t floor = 0;
+      Status s;
       {
         // The guard keeps the table alive: a resize may retire it while
         // this writer waits for the stripe.
@@ -606,51 +618,73 @@ class ObjectRouteIndex {
           table = table->next.load(std::memory_order_acquire);
           old = table->at(hash).load(std::memory_order_acquire);
         }
-        std::size_t extra = 0;
-        std::size_t extra_floor = 0;
-        CAIRN_RETURN_IF_ERROR(check(old, &extra, &extra_floor));
-        need = RetiredCost(old) + extra;
-        floor = RetiredCost(old) + extra_floor;
-        if (!reservation.has_value() || reservation->bytes() < need) {
-          reservation.reset();
-          Result<RetireReservation> now = Take(need, floor, /*wait=*/false);
-          if (now.ok()) {
-            reservation.emplace(std::move(now).value());
-          } else if (now.status().code() != StatusCode::kResourceExhausted) {
-            return std::move(now).status();  // shut down
-          }
+        Change change;
+        CAIRN_RETURN_IF_ERROR(check(old, &change));
+        need = RetiredCost(old) + change.extra;
+        floor = RetiredCost(old) + change.extra_floor;
+        // Filling an empty bucket retires nothing, but a shut-down domain
+        // refuses every write alike.
+        if (old == Snapshot::Empty() && domain_->shut_down()) {
+          return UnavailableError();
         }
-        if (reservation.has_value()) {
-          const Snapshot* fresh = build(old);
-          if (fresh == nullptr) return AllocationFailed();
+        const Snapshot* fresh = build(old);
+        if (fresh == nullptr) return AllocationFailed();
+        auto unlink = [&] {
           // Release: the snapshot's contents (and the entries it owns,
           // initialised before publication, D8) reach acquiring readers.
           table->at(hash).store(fresh, std::memory_order_release);
+          // The unlinked entry's record rides on the retired snapshot and
+          // is freed with it.
+          if (change.unlinked != nullptr) old->AdoptUnlinked(change.unlinked);
           // Counted under the stripe: once it is released, another writer
           // may replace and retire `fresh`.
           stripe.Count(RetiredCost(fresh), need);
+        };
+        if (old == Snapshot::Empty()) {  // shared: nothing to retire
+          unlink();
+          reservation.reset();
+          return Status::Ok();
+        }
+        if (reservation.has_value() && reservation->bytes() >= need) {
+          unlink();
+        } else {
+          reservation.reset();
+          s = domain_->TryUnlinkAndRetire(const_cast<Snapshot*>(old), need,
+                                          &Snapshot::Destroy, unlink);
+          if (s.code() == StatusCode::kInvalidArgument && floor < need) {
+            // An entry declaring more than the whole cap: charged without
+            // its declared bytes, so it can still be unlinked.
+            s = domain_->TryUnlinkAndRetire(const_cast<Snapshot*>(old), floor,
+                                            &Snapshot::Destroy, unlink);
+          }
+          if (!s.ok() && fresh != Snapshot::Empty()) {
+            Snapshot::Destroy(const_cast<Snapshot*>(fresh));  // never seen
+          }
+          if (!s.ok() && s.code() != StatusCode::kResourceExhausted) {
+            return s;  // shut down
+          }
         }
       }
-      if (!reservation.has_value()) {  // no room under the stripe
-        if (locked != nullptr || waits == kMaxWaits) {
-          refusals_.fetch_add(1, std::memory_order_relaxed);
-          return ResourceExhaustedError();
+      if (s.ok()) {
+        if (reservation.has_value()) {
+          domain_->RetireReserved(std::move(*reservation),
+                                  const_cast<Snapshot*>(old),
+                                  &Snapshot::Destroy,
+                                  EpochDomain::Reclaim::kDeferred);
+          reservation.reset();
         }
-        Result<RetireReservation> waited =
-            Take(need + need / 4, floor + floor / 4, /*wait=*/true);
-        if (!waited.ok()) return std::move(waited).status();
-        reservation.emplace(std::move(waited).value());
-        continue;
+        if (locked == nullptr) domain_->ReclaimIfDue();
+        return s;
       }
-      if (old != Snapshot::Empty()) {
-        domain_->RetireReserved(std::move(*reservation),
-                                const_cast<Snapshot*>(old), &Snapshot::Destroy,
-                                locked != nullptr
-                                    ? EpochDomain::Reclaim::kDeferred
-                                    : EpochDomain::Reclaim::kAllowed);
+      // No room under the stripe.
+      if (locked != nullptr || waits == kMaxWaits) {
+        refusals_.fetch_add(1, std::memory_order_relaxed);
+        return ResourceExhaustedError();
       }
-      reservation.reset();
-      return Status::Ok();
+      Result<RetireReservation> waited =
+          Take(need + need / 4, floor + floor / 4, /*wait=*/true);
+      if (!waited.ok()) return std::move(waited).status();
+      reservation.emplace(std::move(waited).value());
     }
   }
 

@@ -25,6 +25,7 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/version.h"
+#include "cairn/route/internal/snapshot_blocks.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace route_internal {
@@ -32,6 +33,19 @@ namespace route_internal {
 template <typename Entry>
 struct RouteRecord {
   std::shared_ptr<Entry> owner;
+
+  // Records live in route blocks (snapshot_blocks.h), as snapshots do.
+  static constexpr std::size_t kBlock = BlockBytes(sizeof(std::shared_ptr<Entry>));
+  // Null on allocation failure (`owner` is then released).
+  static RouteRecord* New(std::shared_ptr<Entry> owner) noexcept {
+    void* p = AllocateBlock(kBlock);
+    return p == nullptr ? nullptr : new (p) RouteRecord{std::move(owner)};
+  }
+  static void Delete(RouteRecord* record) noexcept {
+    if (record == nullptr) return;
+    record->~RouteRecord();
+    FreeBlock(record, kBlock);
+  }
 };
 
 template <typename Entry>
@@ -249,14 +263,15 @@ class alignas(64) BucketSnapshot {
   static void Destroy(void* p) noexcept {
     auto* snapshot = static_cast<BucketSnapshot*>(p);
     CAIRN_DCHECK(snapshot != &kEmpty && snapshot != &kMoved);
-    delete snapshot->unlinked_;
-    ::operator delete(reinterpret_cast<char*>(snapshot) - snapshot->pad_);
+    Record::Delete(snapshot->unlinked_);
+    FreeBlock(reinterpret_cast<char*>(snapshot) - snapshot->pad_,
+              snapshot->bytes_);
   }
 
   // For the route's destructor: frees every routed record, then the snapshot.
   static void DestroyWithRecords(const BucketSnapshot* snapshot) noexcept {
     for (std::uint32_t i = 0; i <= snapshot->mask_; ++i) {
-      delete snapshot->slots()[i].record;
+      Record::Delete(snapshot->slots()[i].record);
     }
     Destroy(const_cast<BucketSnapshot*>(snapshot));
   }
@@ -297,9 +312,13 @@ class alignas(64) BucketSnapshot {
     probe.mask_ = capacity - 1;
     // Aligned by hand from a plain allocation: glibc's aligned operator new
     // (memalign) splits and frees the slack on every call, which measured
-    // as the largest single cost of a create+delete (BM_RouteW5).
-    const std::size_t bytes = probe.BlobOffset() + key_bytes + kAlignSlack;
-    void* raw = ::operator new(bytes, std::nothrow);
+    // as the largest single cost of a create+delete (BM_RouteW5). The block
+    // is rounded up to a whole cache line, so keys of nearby lengths share
+    // a size class, and reused through this thread's block cache
+    // (snapshot_blocks.h).
+    const std::size_t bytes =
+        BlockBytes(probe.BlobOffset() + key_bytes + kAlignSlack, 64);
+    void* raw = AllocateBlock(bytes);
     if (raw == nullptr) return nullptr;
     const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t aligned = (address + alignof(BucketSnapshot) - 1) &
@@ -349,7 +368,7 @@ class alignas(64) BucketSnapshot {
   std::uint32_t size_ = 0;
   std::uint32_t pad_ = 0;  // bytes before `this` in its allocation
   std::size_t key_bytes_ = 0;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0;  // the whole block (snapshot_blocks.h)
   mutable Record* unlinked_ = nullptr;  // writer-only, see AdoptUnlinked()
 };
 
