@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "cairn/base/check.h"
+#include "cairn/directory/quota.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace directory_internal {
@@ -375,6 +376,7 @@ class RecordParser {
   Status Parse(ParsedSnapshot* out) {
     ParsedSnapshotTenant* tenant = nullptr;
     std::size_t members_left = 0;
+    std::uint64_t tenant_counted = 0;  // the tenant's counted bytes so far
     std::unordered_set<std::string_view> names;
     while (at_ < end_) {
       SnapshotRecordType type = SnapshotRecordType::kTenant;
@@ -392,6 +394,7 @@ class RecordParser {
           }
           out->tenants.emplace_back();
           tenant = &out->tenants.back();
+          tenant_counted = 0;
           tenant->tenant.instance = Get<std::uint64_t>(body, 0);
           tenant->tenant.quota_limit_bytes = Get<std::uint64_t>(body, 8);
           tenant->tenant.name =
@@ -438,6 +441,12 @@ class RecordParser {
               o.lease_ttl_nanos < 0 || o.soft_pin_ttl_nanos < 0) {
             return Corrupt("object record fields");
           }
+          // No account holds more than kUnlimited: only a damaged (or
+          // crafted) file sums past it.
+          if (o.counted_bytes > QuotaAccount::kUnlimited - tenant_counted) {
+            return Corrupt("tenant counted bytes exceed any quota");
+          }
+          tenant_counted += o.counted_bytes;
           o.hard_pinned = (flags & kFlagHardPinned) != 0;
           o.key = std::string_view(body + kObjectFixed, key_bytes);
           o.payload =

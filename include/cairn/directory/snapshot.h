@@ -294,11 +294,6 @@ Result<TenantRestorePlan<Payload>> PlanTenantRestore(
       } else {
         return InvalidArgumentError("restoring payloads needs a decoder");
       }
-      // No account holds more than kUnlimited; only a damaged (or crafted)
-      // file sums past it.
-      if (o.counted_bytes > QuotaAccount::kUnlimited - plan.counted_bytes) {
-        return DataLossError("snapshot counted bytes exceed any quota");
-      }
       plan.counted_bytes += o.counted_bytes;
       ++plan.objects;
     }
