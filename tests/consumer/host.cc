@@ -6,11 +6,12 @@
 // compiled twice), and a directory logging to a FileDurableLog (the
 // README's example). Exit code 0 means cairn linked and worked.
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <unistd.h>
 
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"

@@ -11,8 +11,8 @@
 #include <sys/resource.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <mutex>
 #include <set>

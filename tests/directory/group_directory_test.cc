@@ -1171,8 +1171,8 @@ TEST(GroupDirectoryRouteErrorTest,
     Result<ObjectHandle<ProbePayload>> a = dir.Pin("a");
     ASSERT_TRUE(a.ok());
     ASSERT_TRUE(dir.BeginUpsert("a", a->token(), {1, 1}).ok());
-    ASSERT_TRUE(dir.CommitUpsertWithPayload("a", a->token(), ProbePayload())
-                    .ok());
+    ASSERT_TRUE(
+        dir.CommitUpsertWithPayload("a", a->token(), ProbePayload()).ok());
     EXPECT_EQ(destroyed.load(), 1) << "replaced payload kept alive";
     EXPECT_EQ(under_lock.load(), 0)
         << "replaced payload destroyed under the object lock";

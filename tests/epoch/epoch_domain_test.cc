@@ -825,9 +825,11 @@ TEST(EpochReserveTest, TryUnlinkAndRetireUnlinksOnlyWithRoom) {
             StatusCode::kResourceExhausted);  // binds this thread's bag
   {
     testing::AllocationCounter allocs;
-    EXPECT_EQ(domain.TryUnlinkAndRetire(node, 20, &DeleteCounted, unlink).code(),
-              StatusCode::kResourceExhausted);
-    EXPECT_EQ(allocs.count(), 0u) << "a refusal under a caller's lock allocated";
+    EXPECT_EQ(
+        domain.TryUnlinkAndRetire(node, 20, &DeleteCounted, unlink).code(),
+        StatusCode::kResourceExhausted);
+    EXPECT_EQ(allocs.count(), 0u)
+        << "a refusal under a caller's lock allocated";
   }
   EXPECT_EQ(unlinks, 0) << "unlinked without the retire budget";
   EXPECT_EQ(domain.Diagnostics().busy_count, 0u);

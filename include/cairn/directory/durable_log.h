@@ -74,8 +74,8 @@ class DurableLog {
   // Reserves room for a record of about `bytes` bytes. A record may be
   // longer than reserved: a Commit's payload is encoded under the lock, and
   // EraseGroup and eviction reserve a one-object record for what becomes a
-  // whole group's. Called with no directory lock held. An error leaves the directory unchanged and is
-  // returned to the caller of the mutation.
+  // whole group's. Called with no directory lock held. An error leaves the
+  // directory unchanged and is returned to the caller of the mutation.
   virtual Result<LogReservation> Reserve(std::size_t bytes) = 0;
   // Appends `record` (a body, see EncodeDurableRecord) under `reservation`.
   // Called under object locks: must not do I/O or wait for anything but the

@@ -47,8 +47,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -1297,8 +1297,7 @@ class GroupDirectory {
                     std::int64_t pending_cutoff, LogStep* log) {
     Entry* e = owner.get();
     WriterLock lock(&e->mu_);
-    if (Status s = CheckErasable(e, options, expect, pending_cutoff);
-        !s.ok()) {
+    if (Status s = CheckErasable(e, options, expect, pending_cutoff); !s.ok()) {
       return s;
     }
     if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e); !s.ok()) {
@@ -1321,8 +1320,8 @@ class GroupDirectory {
     Entry* e = owner.get();
     Group* group = e->group();
     if (group == nullptr) {
-      if (Status s = MarkErased(owner, options, removal, expect,
-                                pending_cutoff, log);
+      if (Status s =
+              MarkErased(owner, options, removal, expect, pending_cutoff, log);
           !s.ok()) {
         return s;
       }
@@ -1334,8 +1333,8 @@ class GroupDirectory {
     bool group_gone = false;
     {
       MutexLock group_lock(&group->mu_);
-      if (Status s = MarkErased(owner, options, removal, expect,
-                                pending_cutoff, log);
+      if (Status s =
+              MarkErased(owner, options, removal, expect, pending_cutoff, log);
           !s.ok()) {
         return s;
       }
@@ -1482,10 +1481,10 @@ class GroupDirectory {
         refused = FailedPreconditionError("no upsert is pending");
         return;
       }
-      if (Status s = AppendLogged(
-              &log, DurableOp::kUpsert, &e,
-              e.version_.load(std::memory_order_relaxed) + 1,
-              ledger.pending_size, ledger.pending, payload, given);
+      if (Status s =
+              AppendLogged(&log, DurableOp::kUpsert, &e,
+                           e.version_.load(std::memory_order_relaxed) + 1,
+                           ledger.pending_size, ledger.pending, payload, given);
           !s.ok()) {
         refused = std::move(s);
         return;

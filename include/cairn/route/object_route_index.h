@@ -314,7 +314,8 @@ class ObjectRouteIndex {
                  WriteBudget* budget = nullptr) {
     CAIRN_CHECK(owner != nullptr);
     const std::uint64_t hash = route_internal::RouteHash(key);
-    std::unique_ptr<Record, RecordDeleter> record(Record::New(std::move(owner)));
+    std::unique_ptr<Record, RecordDeleter> record(
+        Record::New(std::move(owner)));
     if (record == nullptr) return AllocationFailed();
     Status s = Write(
         hash, budget,
@@ -667,10 +668,9 @@ class ObjectRouteIndex {
       }
       if (s.ok()) {
         if (reservation.has_value()) {
-          domain_->RetireReserved(std::move(*reservation),
-                                  const_cast<Snapshot*>(old),
-                                  &Snapshot::Destroy,
-                                  EpochDomain::Reclaim::kDeferred);
+          domain_->RetireReserved(
+              std::move(*reservation), const_cast<Snapshot*>(old),
+              &Snapshot::Destroy, EpochDomain::Reclaim::kDeferred);
           reservation.reset();
         }
         if (locked == nullptr) domain_->ReclaimIfDue();

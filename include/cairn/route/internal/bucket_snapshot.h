@@ -35,7 +35,8 @@ struct RouteRecord {
   std::shared_ptr<Entry> owner;
 
   // Records live in route blocks (snapshot_blocks.h), as snapshots do.
-  static constexpr std::size_t kBlock = BlockBytes(sizeof(std::shared_ptr<Entry>));
+  static constexpr std::size_t kBlock =
+      BlockBytes(sizeof(std::shared_ptr<Entry>));
   // Null on allocation failure (`owner` is then released).
   static RouteRecord* New(std::shared_ptr<Entry> owner) noexcept {
     void* p = AllocateBlock(kBlock);
@@ -368,7 +369,7 @@ class alignas(64) BucketSnapshot {
   std::uint32_t size_ = 0;
   std::uint32_t pad_ = 0;  // bytes before `this` in its allocation
   std::size_t key_bytes_ = 0;
-  std::size_t bytes_ = 0;  // the whole block (snapshot_blocks.h)
+  std::size_t bytes_ = 0;               // the whole block (snapshot_blocks.h)
   mutable Record* unlinked_ = nullptr;  // writer-only, see AdoptUnlinked()
 };
 

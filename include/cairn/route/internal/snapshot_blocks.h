@@ -42,8 +42,8 @@ inline constexpr std::size_t kCacheBytesPerThread = std::size_t{64} << 10;
 
 // The size of the block that holds `bytes`, a multiple of `unit` (a power
 // of two, at least kBlockUnit).
-inline constexpr std::size_t BlockBytes(std::size_t bytes,
-                                        std::size_t unit = kBlockUnit) noexcept {
+inline constexpr std::size_t BlockBytes(
+    std::size_t bytes, std::size_t unit = kBlockUnit) noexcept {
   return (bytes + unit - 1) & ~(unit - 1);
 }
 
