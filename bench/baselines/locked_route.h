@@ -25,6 +25,7 @@
 #ifndef CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_
 #define CAIRN_BENCH_BASELINES_LOCKED_ROUTE_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -42,7 +43,7 @@
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
 #include "cairn/route/internal/chunk_emitter.h"
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/route/route_diagnostics.h"
 #include "cairn/route/route_options.h"
 
@@ -60,7 +61,7 @@ class LockedRoute {
 
   // Uses options.bucket_count only (no stripes, no epoch domain).
   explicit LockedRoute(const RouteOptions& options = {})
-      : mask_(route_internal::RoundUpPowerOfTwo(
+      : mask_(std::bit_ceil(
                   options.bucket_count == 0 ? 1 : options.bucket_count) -
               1),
         buckets_(mask_ + 1) {}
@@ -176,14 +177,14 @@ class LockedRoute {
 
   // Which bucket a key lands in (tests use it to force collisions).
   std::size_t BucketIndex(std::string_view key) const noexcept {
-    return static_cast<std::size_t>(route_internal::RouteHash(key)) & mask_;
+    return static_cast<std::size_t>(base_internal::RouteHash(key)) & mask_;
   }
 
  private:
   struct alignas(64) Bucket {
     mutable SharedMutex mu;
-    std::unordered_map<std::string, Owner, route_internal::KeyHash,
-                       route_internal::KeyEq>
+    std::unordered_map<std::string, Owner, base_internal::KeyHash,
+                       base_internal::KeyEq>
         map CAIRN_GUARDED_BY(mu);
   };
 

@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 
 namespace cairn::bench {
 
@@ -67,8 +67,8 @@ class ObjectIndex {
 
  private:
   mutable std::shared_mutex route_lock_;
-  std::unordered_map<std::string, Owner, route_internal::KeyHash,
-                     route_internal::KeyEq>
+  std::unordered_map<std::string, Owner, base_internal::KeyHash,
+                     base_internal::KeyEq>
       route_;
   std::uint64_t generation_ = 0;
 };

@@ -29,7 +29,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 
 namespace cairn::bench {
 
@@ -147,17 +147,17 @@ class ShardDirectory {
   struct alignas(64) Shard {
     mutable std::shared_mutex mu;
     std::unordered_map<std::string, std::shared_ptr<Object>,
-                       route_internal::KeyHash, route_internal::KeyEq>
+                       base_internal::KeyHash, base_internal::KeyEq>
         map;
   };
   static bool KeyOk(std::string_view key) {
     return !key.empty() && key.size() <= kMaxKeyBytes;
   }
   const Shard& ShardFor(std::string_view key) const {
-    return shards_[route_internal::KeyHash{}(key) % kShards];
+    return shards_[base_internal::KeyHash{}(key) % kShards];
   }
   Shard& ShardFor(std::string_view key) {
-    return shards_[route_internal::KeyHash{}(key) % kShards];
+    return shards_[base_internal::KeyHash{}(key) % kShards];
   }
 
   Shard shards_[kShards];

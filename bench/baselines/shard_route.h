@@ -19,7 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 
 namespace cairn::bench {
 
@@ -69,14 +69,14 @@ class ShardRoute {
   }
 
   std::size_t ShardIndex(std::string_view key) const {
-    return route_internal::KeyHash{}(key) % kShards;
+    return base_internal::KeyHash{}(key) % kShards;
   }
 
  private:
   struct alignas(64) Shard {
     mutable std::shared_mutex mu;
-    std::unordered_map<std::string, Owner, route_internal::KeyHash,
-                       route_internal::KeyEq>
+    std::unordered_map<std::string, Owner, base_internal::KeyHash,
+                       base_internal::KeyEq>
         map;
   };
   const Shard& ShardFor(std::string_view key) const {

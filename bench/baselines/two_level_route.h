@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/route/route_concept.h"
 
 namespace cairn::bench {
@@ -42,7 +42,7 @@ struct TwoLevelGroup {
   const std::uint64_t id_value;
   mutable std::shared_mutex mu;
   std::unordered_map<std::string, std::shared_ptr<Entry>,
-                     route_internal::KeyHash, route_internal::KeyEq>
+                     base_internal::KeyHash, base_internal::KeyEq>
       members;  // guarded by mu
 };
 

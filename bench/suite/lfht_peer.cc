@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench/suite/lfht_peer.h"
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 
 namespace cairn::suite {
 
@@ -68,7 +68,7 @@ bool LfhtPeer::Insert(std::string_view key, void* value) {
   const std::string_view lookup = n->key;
   ReadLock();
   cds_lfht_node* added = cds_lfht_add_unique(
-      table_->ht, route_internal::RouteHash(lookup), Match, &lookup, &n->node);
+      table_->ht, base_internal::RouteHash(lookup), Match, &lookup, &n->node);
   ReadUnlock();
   if (added != &n->node) {
     delete n;
@@ -80,7 +80,7 @@ bool LfhtPeer::Insert(std::string_view key, void* value) {
 
 void* LfhtPeer::Lookup(std::string_view key) const {
   cds_lfht_iter iter;
-  cds_lfht_lookup(table_->ht, route_internal::RouteHash(key), Match, &key,
+  cds_lfht_lookup(table_->ht, base_internal::RouteHash(key), Match, &key,
                   &iter);
   cds_lfht_node* node = cds_lfht_iter_get_node(&iter);
   return node == nullptr ? nullptr : caa_container_of(node, Node, node)->value;

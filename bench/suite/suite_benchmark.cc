@@ -205,7 +205,7 @@ struct PointOnlyPeer {
 struct TbbHashCompare {
   using is_transparent = void;
   std::size_t hash(std::string_view k) const {
-    return route_internal::RouteHash(k);
+    return base_internal::RouteHash(k);
   }
   bool equal(std::string_view a, std::string_view b) const { return a == b; }
 };
@@ -253,8 +253,8 @@ struct LfhtImpl : PointOnlyPeer<LfhtImpl> {
 struct CuckooImpl : NoThreadHooks, PointOnlyPeer<CuckooImpl> {
   static constexpr const char* kName = "cuckoo";
   using Map =
-      libcuckoo::cuckoohash_map<std::string, Owner, route_internal::KeyHash,
-                                route_internal::KeyEq>;
+      libcuckoo::cuckoohash_map<std::string, Owner, base_internal::KeyHash,
+                                base_internal::KeyEq>;
   Map map;
   bool Publish(const std::string& key, const Owner& owner) {
     return map.insert(key, owner);

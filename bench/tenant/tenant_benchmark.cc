@@ -127,7 +127,7 @@ void BM_DirectoryW7(benchmark::State& state, bool evicting) {
     evictor = std::thread([&] {
       std::vector<std::string> refill;
       Kernel::Options ko;
-      ko.on_evicted = [&](std::span<Dir::Evicted> batch) {
+      ko.on_evicted = [&](std::span<EvictedObject<Payload>> batch) {
         for (auto& x : batch) refill.push_back(std::move(x.key));
       };
       Kernel kernel(ko);

@@ -169,7 +169,7 @@ LogStore::~LogStore() {
 }
 
 std::size_t LogStore::PartitionOf(std::string_view key) const noexcept {
-  return index_internal::HashKey(key, kPartitionSeed) % options_.partitions;
+  return base_internal::KeyedHash(key, kPartitionSeed) % options_.partitions;
 }
 
 Status LogStore::Validate(std::uint32_t db, std::string_view key,

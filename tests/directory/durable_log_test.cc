@@ -147,9 +147,9 @@ void CheckFailureLeavesObjectsUntouched(bool fail_append) {
   EXPECT_TRUE(d.Pin("m1").ok());
   EXPECT_TRUE(d.Pin("m2").ok());
   fail_next();
-  std::vector<Dir::Evicted> out;
+  std::vector<EvictedObject<LoggedPayload>> out;
   const StatusCode evicted =
-      d.EvictIfUnchanged(*a, f.Version("a"), false, &out);
+      DirectoryHooks::EvictIfUnchanged(d, *a, f.Version("a"), false, &out);
   EXPECT_NE(evicted, StatusCode::kOk);
   EXPECT_TRUE(out.empty());
   expect_failed(UnavailableError(), "evict");

@@ -131,8 +131,8 @@ inline void RunEveryLoggedMutation(Fixture& f, std::string_view tag) {
   ASSERT_TRUE(d.Create(Key(tag, 5), Sized(5)).ok());
   Result<ObjectHandle<LoggedPayload>> victim = d.Pin(Key(tag, 5));
   ASSERT_TRUE(victim.ok());
-  std::vector<LoggedDir::Evicted> out;
-  ASSERT_EQ(d.EvictIfUnchanged(*victim, f.Version(Key(tag, 5)), false, &out),
+  std::vector<EvictedObject<LoggedPayload>> out;
+  ASSERT_EQ(DirectoryHooks::EvictIfUnchanged(d, *victim, f.Version(Key(tag, 5)), false, &out),
             StatusCode::kOk);
 }
 

@@ -249,7 +249,7 @@ TEST(EvictionTest, ReleaseCallbackRunsOffLockWithTokensAndPayloads) {
   std::set<std::int64_t> payloads;
   std::vector<ObjectToken> tokens;
   Dir* dir = f.dir.get();
-  o.on_evicted = [&](std::span<Dir::Evicted> batch) {
+  o.on_evicted = [&](std::span<EvictedObject<TestPayload>> batch) {
     for (auto& x : batch) {
       payloads.insert(x.payload.value);
       tokens.push_back(x.token);
@@ -410,17 +410,17 @@ TEST(EvictionTest, CensusVisitorRunsWithNoDirectoryLockHeld) {
   testing::Watchdog watchdog(testing::kWatchdogBound, "census visitor");
   std::size_t seen = 0;
   Dir* dir = f.dir.get();
-  ASSERT_TRUE(f.dir
-                  ->Census(
-                      [&](const Handle& h, const ObjectMetadata&) {
-                        ++seen;
-                        EXPECT_TRUE(
-                            dir->WithHandleExclusive(
-                                   h, [](Access& a) { a.payload().value += 1; })
-                                .ok());
-                        EXPECT_TRUE(dir->Erase(h->key()).ok());
-                      },
-                      3)
+  ASSERT_TRUE(DirectoryHooks::Census(
+                  *f.dir,
+                  [&](const Handle& h, const ObjectMetadata&) {
+                    ++seen;
+                    EXPECT_TRUE(
+                        dir->WithHandleExclusive(
+                               h, [](Access& a) { a.payload().value += 1; })
+                            .ok());
+                    EXPECT_TRUE(dir->Erase(h->key()).ok());
+                  },
+                  3)
                   .ok());
   EXPECT_EQ(seen, 40u);
   EXPECT_EQ(f.dir->object_count(), 0u);

@@ -222,7 +222,7 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
       case 10: {  // evict some bytes
         std::set<ObjectId> evicted;
         Kernel::Options ko;
-        ko.on_evicted = [&](std::span<Dir::Evicted> batch) {
+        ko.on_evicted = [&](std::span<EvictedObject<TestPayload>> batch) {
           for (auto& x : batch) evicted.insert(x.token.object);
         };
         Kernel kernel(ko);
@@ -282,7 +282,7 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
     ASSERT_EQ(quota.charged(), charged_in_model());
     std::uint64_t visible = 0;
     std::size_t active = 0;
-    ASSERT_TRUE(dir.Census([&](const Handle&, const ObjectMetadata& m) {
+    ASSERT_TRUE(DirectoryHooks::Census(dir, [&](const Handle&, const ObjectMetadata& m) {
                      visible += m.counted_bytes;
                      ++active;
                    })
@@ -334,7 +334,7 @@ TEST(TenantStressTest, EvictionForegroundBatchesAndChurnTogether) {
     threads.emplace_back([&, t] {
       Kernel::Options ko;
       ko.allow_soft_pinned = t == 1;
-      ko.on_evicted = [&](std::span<Dir::Evicted> batch) {
+      ko.on_evicted = [&](std::span<EvictedObject<TestPayload>> batch) {
         evicted_total.fetch_add(static_cast<long>(batch.size()),
                                 std::memory_order_relaxed);
         for (auto& x : batch) {
@@ -453,7 +453,7 @@ TEST(TenantStressTest, EvictionForegroundBatchesAndChurnTogether) {
   EXPECT_EQ(v1_violations.load(), 0);
   EXPECT_EQ(torn.load(), 0);
   std::uint64_t live = 0;
-  ASSERT_TRUE(dir.Census([&](const Handle&, const ObjectMetadata& m) {
+  ASSERT_TRUE(DirectoryHooks::Census(dir, [&](const Handle&, const ObjectMetadata& m) {
                    live += m.counted_bytes;
                  })
                   .ok());

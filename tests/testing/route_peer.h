@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "cairn/epoch/epoch_domain.h"
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/route/object_route_index.h"
 
 namespace cairn::route_internal {
@@ -28,7 +28,7 @@ class ObjectRouteIndexTestPeer {
                                   Fn&& fn) {
     Guard guard = route.domain_->EnterOnThisThread();
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      fn(i, route.Lookup(RouteHash(keys[i]), keys[i]));
+      fn(i, route.Lookup(base_internal::RouteHash(keys[i]), keys[i]));
     }
   }
 
@@ -58,7 +58,7 @@ class ObjectRouteIndexTestPeer {
     if constexpr (requires { route.BucketIndex(key); }) {
       return route.BucketIndex(key);
     } else {
-      return RouteHash(key) & (route.bucket_count() - 1);
+      return base_internal::RouteHash(key) & (route.bucket_count() - 1);
     }
   }
 };

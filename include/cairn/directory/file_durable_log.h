@@ -1,7 +1,8 @@
 // Copyright 2026 The cairn Authors.
 //
-// Forwarding header (cairn-forwarding-header), kept until cairn 0.2: file_durable_log.h moved to
-// the ha component. Include "cairn/ha/file_durable_log.h" instead (CHANGELOG.md).
+// Forwarding header (cairn-forwarding-header), kept until cairn 0.2:
+// file_durable_log.h moved to the ha component. Include
+// "cairn/ha/file_durable_log.h" instead (CHANGELOG.md).
 
 #ifndef CAIRN_DIRECTORY_FILE_DURABLE_LOG_FORWARD_H_
 #define CAIRN_DIRECTORY_FILE_DURABLE_LOG_FORWARD_H_

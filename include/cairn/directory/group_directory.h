@@ -59,111 +59,22 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/clock.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
+#include "cairn/directory/directory_hooks.h"
+#include "cairn/directory/directory_options.h"
 #include "cairn/directory/durable_log.h"
 #include "cairn/directory/group_entry.h"
 #include "cairn/directory/handles.h"
+#include "cairn/directory/internal/log_step.h"
 #include "cairn/directory/object_entry.h"
 #include "cairn/directory/quota.h"
-#include "cairn/route/internal/route_hash.h"
 #include "cairn/route/object_route_index.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-using KeySpan = std::span<const std::string_view>;
-
-// What the removal callback learns about an object that left the directory.
-// Emitted exactly once per instance (D6), off-lock (L3).
-struct RemovedObject {
-  ObjectToken token;
-  std::string_view key;  // valid for the duration of the callback
-  GroupId group = kNoGroup;
-  std::uint64_t size_bytes = 0;
-  std::uint64_t counted_bytes = 0;
-};
-
-struct DirectoryOptions {
-  TenantInstanceId tenant_instance = 1;
-  // Keys (and group names) longer than this are rejected.
-  std::size_t max_key_bytes = 1024;
-  // Injected monotonic clock (P5); must outlive the directory.
-  const Clock* clock = nullptr;  // null: Clock::Steady()
-  // Lease granted by every shared read (WithObject(s), WithHandle,
-  // WithToken); 0 grants none. Exclusive access never grants implicitly.
-  std::chrono::nanoseconds read_lease_ttl{0};
-  // Passed to the route: bucket and writer-stripe counts, and the epoch
-  // domain it retires into (null: the route owns one).
-  RouteOptions route;
-  // Lifecycle stripes (creates and erases of keys hashing to one stripe are
-  // serialised; 0 means 1). Allocated by the directory's first create or
-  // erase, not by the constructor: an empty directory holds none
-  // (docs/directory.md, "Memory of an empty directory").
-  std::size_t lifecycle_stripes = 256;
-  // Default VisitHandles chunk.
-  std::size_t visit_chunk = 256;
-  // Called once per removed object instance, with no directory lock held.
-  std::function<void(const RemovedObject&)> on_removed;
-  // The account this directory charges each object's counted bytes to
-  // (Q1-Q3, docs/tenants.md); null: nothing is charged. Must outlive the
-  // directory. The TenantRegistry binds each tenant's own account here.
-  QuotaAccount* quota = nullptr;
-  // A two-phase put or upsert not committed within this time is aborted by
-  // ReapPendingPuts(); 0: never reaped.
-  std::chrono::nanoseconds pending_put_timeout{0};
-  // H1 (docs/durable_log.md): every change a reader can see (create, commit,
-  // upsert, erase, group erase, eviction) is reserved in this log before
-  // any directory lock and appended under the object lock before it becomes
-  // visible; a failed reservation or append changes nothing. Null: no log
-  // (one null test per mutation). Must outlive the directory.
-  DurableLog* durable_log = nullptr;
-};
-
-// The staged state of an upsert (BeginUpsert): what the object will count
-// once CommitUpsert() installs it.
-struct UpsertOptions {
-  std::uint64_t size_bytes = 0;
-  std::uint64_t counted_bytes = 0;
-};
-
-struct CreateOptions {
-  // Empty: a singleton. Otherwise create-or-join this explicit group.
-  std::string_view group;
-  std::uint64_t size_bytes = 0;
-  // The bytes this object counts for (quota), fixed for its life. They may
-  // live anywhere (another process, a disk); cairn only reports them.
-  std::uint64_t counted_bytes = 0;
-  // Host memory the entry keeps alive and frees with it (its payload's
-  // buffers, say). Once the object is erased these bytes, with the entry's
-  // route record, are charged to the route's retired-bytes cap until its
-  // grace period ends, so the cap bounds real memory (docs/route.md).
-  std::uint64_t retained_bytes = 0;
-  // Initial lease (P1); for a member it extends the group's lease before the
-  // member is routed (D8).
-  std::chrono::nanoseconds lease_ttl{0};
-  std::chrono::nanoseconds soft_pin_ttl{0};
-  bool hard_pin = false;  // P3: set only here
-};
-
-struct EraseOptions {
-  // Erase even if the lease has not expired (P4).
-  bool force = false;
-};
-
-struct DirectoryDiagnostics {
-  std::size_t objects = 0;
-  std::size_t groups = 0;
-  RouteDiagnostics route;
-  // Creates/erases that found their key's lifecycle stripe taken (write path
-  // only). Read-path lock waits are not counted: counting them would need a
-  // shared write per lookup.
-  std::uint64_t lifecycle_stripe_waits = 0;
-  // Removed objects whose route unlink failed (route back-pressure) and is
-  // retried by later writes; they are invisible to every lookup meanwhile.
-  std::size_t pending_unlinks = 0;
-};
 
 namespace directory_internal {
 class GroupDirectoryTestPeer;
@@ -180,6 +91,7 @@ class GroupDirectory {
                 "(cairn/route/route_concept.h)");
 
  public:
+  using PayloadType = Payload;
   using Entry = ObjectEntry<Payload>;
   using Group = GroupEntry<Payload>;
   using Handle = ObjectHandle<Payload>;
@@ -220,68 +132,6 @@ class GroupDirectory {
     return CreateImpl(key, options, std::move(payload), /*pending=*/false);
   }
 
- private:
-  class LogStep;  // H1: defined with the durable log helpers below
-  Result<Handle> CreateImpl(std::string_view key, const CreateOptions& options,
-                            Payload payload, bool pending) {
-    if (Status s = CheckCall(key); !s.ok()) return s;
-    if (!options.group.empty() &&
-        options.group.size() > options_.max_key_bytes) {
-      return InvalidArgumentError("group name longer than max_key_bytes");
-    }
-    const std::int64_t now = clock_->NowNanos();
-    directory_internal::EntryInit init;
-    init.tenant = options_.tenant_instance;
-    init.key = std::string(key);
-    init.size_bytes = options.size_bytes;
-    init.counted_bytes = options.counted_bytes;
-    init.retained_bytes = options.retained_bytes;
-    init.lease_deadline_nanos =
-        options.lease_ttl.count() > 0 ? now + options.lease_ttl.count() : 0;
-    init.soft_pin_deadline_nanos = options.soft_pin_ttl.count() > 0
-                                       ? now + options.soft_pin_ttl.count()
-                                       : 0;
-    init.hard_pinned = options.hard_pin;
-    init.ledger = pending ? directory_internal::Ledger::kPending
-                          : directory_internal::Ledger::kCommitted;
-    init.pending_since_nanos = now;
-
-    // H1: reserved before the charge and any lock, the payload encoded here
-    // (off-lock); a pending put is invisible and logs at Commit instead.
-    LogStep log;  // cancels on every failure return, after the locks
-    std::string payload_bytes;
-    if (!pending && options_.durable_log != nullptr) {
-      if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
-        DurablePayloadCodec<Payload>::Encode(payload, &payload_bytes);
-      }
-      if (Status s =
-              log.Reserve(options_.durable_log,
-                          DurableRecordBytes(key.size(), options.group.size(),
-                                             payload_bytes.size()));
-          !s.ok()) {
-        return s;
-      }
-    }
-    // Q1/Q3: charged first, lock-free, and refunded if the create fails.
-    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
-    RetryPendingUnlinks();
-    // Retire budget first, with no lock held: waiting for it may run
-    // deleters (host destructors), which must never run under our locks.
-    Result<WriteBudget> budget = route_.PrepareWrite(key);
-    if (!budget.ok()) {
-      RefundQuota(options.counted_bytes).IgnoreError();
-      return std::move(budget).status();
-    }
-    Result<Handle> made =
-        CreateWithBudget(key, options, std::move(init), std::move(payload),
-                         &budget.value(), pending, &log, payload_bytes);
-    if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
-    route_.ReclaimIfDue();
-    if (made.ok()) FinalizeLog(&log, made.value().token());
-    return made;
-  }
-
- public:
   // ---- two-phase puts and upserts (Q1-Q3, docs/tenants.md) -----------------
 
   // The first phase of a put: as Create, but the object is routed in
@@ -310,8 +160,10 @@ class GroupDirectory {
       return NotFoundError();
     }
     Entry* e = owner.get();
-    LogStep log;  // H1: reserved before the object lock
-    if (Status s = ReserveLog(&log, key, e); !s.ok()) return s;
+    LogStep log(
+        options_.durable_log,
+        options_.tenant_instance);  // H1: reserved before the object lock
+    if (Status s = log.Reserve(key, e); !s.ok()) return s;
     {
       WriterLock lock(&e->mu_);
       if (e->lifecycle_.load(std::memory_order_relaxed) !=
@@ -319,10 +171,10 @@ class GroupDirectory {
         return FailedPreconditionError("object is not kCreating");
       }
       directory_internal::Ledger& ledger = e->ledger_;
-      if (Status s =
-              AppendLogged(&log, DurableOp::kCommit, e,
-                           e->version_.load(std::memory_order_relaxed) + 1,
-                           e->size_bytes_, ledger.pending, LogPayload::kEntry);
+      if (Status s = log.AppendObject(
+              DurableOp::kCommit, e,
+              e->version_.load(std::memory_order_relaxed) + 1, e->size_bytes_,
+              ledger.pending, LogPayload::kEntry);
           !s.ok()) {
         return s;
       }
@@ -332,7 +184,7 @@ class GroupDirectory {
       e->SetLifecycle(Lifecycle::kActive);
       e->version_.fetch_add(1, std::memory_order_relaxed);
     }
-    FinalizeLog(&log, token);
+    log.Finalize(token);
     return Status::Ok();
   }
 
@@ -463,301 +315,6 @@ class GroupDirectory {
     return reaped;
   }
 
-  // The account this directory charges; null without quota.
-  QuotaAccount* quota() const noexcept { return options_.quota; }
-
-  // ---- eviction hooks (V1-V5; the kernel is cairn/tenant/eviction.h) ----
-
-  // An object the eviction commit removed. The payload was moved out under
-  // the object's exclusive lock, after the object became kRemoving, so no
-  // lookup can see the moved-from value.
-  struct Evicted {
-    ObjectToken token;
-    std::string key;
-    GroupId group = kNoGroup;
-    std::uint64_t size_bytes = 0;
-    std::uint64_t counted_bytes = 0;
-    Payload payload;
-  };
-
-  // Census: fn(const Handle&, const ObjectMetadata&) for every active
-  // object, the metadata copied under the object's shared lock without
-  // granting any lease (a census is not a read), fn called with no lock or
-  // guard held. Chunks as VisitHandles (D9). kUnavailable after shutdown.
-  template <typename Fn>
-  Status Census(Fn&& fn, std::size_t chunk = 0) const {
-    return VisitHandles(
-        [&](std::span<const Handle> handles) {
-          for (const Handle& h : handles) {
-            ObjectMetadata m;
-            bool active = false;
-            {
-              ReaderLock lock(&h->mu_);
-              active = h->active_locked();
-              if (active) m = View(*h.get(), clock_).metadata();
-            }
-            if (active) fn(h, m);
-          }
-        },
-        chunk);
-  }
-
-  // ---- snapshot hook (H2, cairn/ha/snapshot.h) ----
-
-  // Reads the unit `handle` belongs to in one step, for a snapshot, granting
-  // no lease (a snapshot is not a read). A singleton: fn(const View&) under
-  // its shared lock if it is still kActive. A member: the group lock, then
-  // every live member's lock shared in ascending key order (L2), then
-  // fn(const View&) for each kActive member in that order, so the group's
-  // membership and each member are read at one instant. Returns kNotFound
-  // if the object (for a member: its group) is gone, kInvalidArgument for an
-  // empty handle, kUnavailable after shutdown. fn runs under those locks with
-  // the rules of a WithObject callback (no call into this directory, no
-  // blocking); readers are not blocked, writers of the unit wait. Allocates
-  // the member list. Not for use inside a callback.
-  template <typename Fn>
-  Status InspectUnit(const Handle& handle, Fn&& fn) const {
-    if (Status s = CheckShutdown(); !s.ok()) return s;
-    if (!handle) return InvalidArgumentError();
-    Entry* e = handle.get();
-    Group* group = e->group();
-    if (group == nullptr) {
-      ReaderLock lock(&e->mu_);
-      if (!e->active_locked() || e->tenant_ != options_.tenant_instance) {
-        return NotFoundError();
-      }
-      const View view(*e, clock_);
-      fn(view);
-      return Status::Ok();
-    }
-    MutexLock group_lock(&group->mu_);
-    if (!group->active_locked()) return NotFoundError();
-    std::vector<Entry*> members;
-    members.reserve(group->live_.size());
-    for (const auto& m : group->live_) members.push_back(m.entry);
-    std::sort(
-        members.begin(), members.end(),
-        [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
-    for (Entry* m : members) LockObjectShared(m);
-    for (Entry* m : members) {
-      if (ActiveUnderSharedLock(m)) {
-        const View view(*m, clock_);
-        fn(view);
-      }
-    }
-    for (auto it = members.rbegin(); it != members.rend(); ++it) {
-      UnlockObjectShared(*it);
-    }
-    return Status::Ok();
-  }
-
- private:
-  // InspectUnit locks a run-time set of members in one loop and unlocks
-  // them in another, which the analysis cannot pair.
-  static void LockObjectShared(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
-    e->mu_.LockShared();
-  }
-  static void UnlockObjectShared(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
-    e->mu_.UnlockShared();
-  }
-  static bool ActiveUnderSharedLock(const Entry* e)
-      CAIRN_NO_THREAD_SAFETY_ANALYSIS {
-    return e->active_locked();
-  }
-
- public:
-  // The eviction kernel's revalidating commit for one ranked candidate
-  // (V1, V2, V4, V5). For a member, its whole group is the unit: the group
-  // lock, then every member exclusively in ascending key order (L2). Every
-  // member must still be kActive with an expired lease, no hard pin, no
-  // soft pin unless `allow_soft_pinned`, and no in-flight task; the
-  // candidate must still be routed as itself and still have
-  // `census_version`. Then, with the locks held, every member's charge is
-  // released (Q2), it is marked kRemoving and its payload moved to *out;
-  // after the member locks, each route slot is matched-unlinked and the
-  // group leaves the catalog. The removal callback runs after every lock.
-  // `expected_members` (0: any) is how many members the caller offered
-  // for offload; a group that has another count now is not evicted.
-  // Returns kOk (evicted, appended to *out), kAborted (changed or not
-  // evictable now: the caller moves on to later candidates), kNotFound
-  // (already gone), kUnavailable (shut down). Not for use inside a callback.
-  StatusCode EvictIfUnchanged(const Handle& candidate,
-                              std::uint64_t census_version,
-                              bool allow_soft_pinned, std::vector<Evicted>* out,
-                              std::size_t expected_members = 0) {
-    if (is_shut_down()) return StatusCode::kUnavailable;
-    if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
-    Entry* c = candidate.get();
-    Group* group = c->group();
-    LogStep log;  // H1: reserved before the group and object locks
-    if (Status s = ReserveLog(&log, c->key(), c); !s.ok()) return s.code();
-    const std::int64_t now = clock_->NowNanos();
-    std::vector<Removal> removals;
-    WriteBudget none;
-    if (group == nullptr) {
-      {
-        WriterLock lock(&c->mu_);
-        if (!c->active_locked()) return StatusCode::kNotFound;
-        if (c->version_.load(std::memory_order_relaxed) != census_version ||
-            !Evictable(c, now, allow_soft_pinned) || !StillRouted(c) ||
-            !AppendLoggedRemoval(&log, DurableOp::kEvict, c).ok() ||
-            !ReleaseLedger(c).ok()) {
-          return StatusCode::kAborted;
-        }
-        removals.push_back(MakeRemoval(candidate.owner()));
-        out->push_back(MoveOut(c));
-        c->SetLifecycle(Lifecycle::kRemoving);
-      }
-      Unlink(candidate.owner(), &none);  // after the object lock (L3)
-      objects_.fetch_sub(1, std::memory_order_relaxed);
-    } else {
-      const std::shared_ptr<Group> owner_of_group(candidate.owner(), group);
-      MutexLock group_lock(&group->mu_);
-      if (!group->active_locked()) return StatusCode::kNotFound;
-      std::vector<Entry*> members;
-      members.reserve(group->live_.size());
-      for (const auto& m : group->live_) members.push_back(m.entry);
-      std::sort(
-          members.begin(), members.end(),
-          [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
-      for (Entry* e : members) LockObject(e);
-      bool ok =
-          (expected_members == 0 || expected_members == members.size()) &&
-          c->lifecycle_.load(std::memory_order_relaxed) == Lifecycle::kActive &&
-          c->version_.load(std::memory_order_relaxed) == census_version &&
-          StillRouted(c);
-      for (Entry* e : members) {
-        if (!ok) break;
-        ok = Evictable(e, now, allow_soft_pinned);
-      }
-      if (ok) {
-        ok = AppendLoggedGroup(&log, DurableOp::kEvict, group, members).ok();
-      }
-      if (ok) {
-        std::uint64_t charged = 0;
-        for (Entry* e : members) charged += ChargedBytes(e);
-        ok = RefundQuota(charged).ok();
-      }
-      if (ok) {
-        removals.reserve(members.size());
-        for (Entry* e : members) {
-          MarkLedgerReleased(e);
-          removals.push_back(MakeRemoval(Owner(owner_of_group, e)));
-          out->push_back(MoveOut(e));
-          MarkRemoving(e);
-        }
-      }
-      for (auto it = members.rbegin(); it != members.rend(); ++it) {
-        UnlockObject(*it);
-      }
-      if (!ok) return StatusCode::kAborted;
-      // V1: the whole group leaves together.
-      group->SetLifecycle(Lifecycle::kRemoving);
-      for (Removal& r : removals) Unlink(r.owner, &none);
-      group->live_.clear();
-      RetireFromCatalog(group);
-      objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
-      groups_.fetch_sub(1, std::memory_order_relaxed);
-    }
-    route_.ReclaimIfDue();
-    FinalizeLog(&log, removals);  // before the removal callbacks
-    for (Removal& r : removals) RunRemovedCallback(r);
-    return StatusCode::kOk;
-  }
-
- private:
-  Result<Handle> CreateWithBudget(std::string_view key,
-                                  const CreateOptions& options,
-                                  directory_internal::EntryInit init,
-                                  Payload payload, WriteBudget* budget,
-                                  bool pending, LogStep* log,
-                                  std::string_view payload_bytes) {
-    Owner routed;  // outlives the stripe: its release may free an entry
-    // An entry that failed to publish is destroyed (its payload destructor
-    // is host code) only after the group lock and the stripe are released
-    // (L3): a singleton's last owner, or a member's storage.
-    Owner unpublished_owner;
-    std::unique_ptr<Entry> unpublished;
-    StripeLock stripe(&StripeFor(key), &stripe_waits_);
-    if (routed = route_.Pin(key); routed != nullptr) {
-      if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
-        return AlreadyExistsError("key is already routed");
-      }
-      // A removed instance whose unlink is still pending or in flight
-      // (EraseGroup does not hold key stripes): finish it for the remover.
-      // kNotFound: another writer unlinked it meanwhile, which is as good.
-      Status unlinked =
-          route_.EraseIfMatch(key, routed->id(), routed.get(), budget);
-      if (!unlinked.ok() && unlinked.code() != StatusCode::kNotFound) {
-        return unlinked;
-      }
-    }
-    if (options.group.empty()) {
-      init.id = NextObjectId();
-      Owner owner =
-          std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
-      // H1: the record is appended under the new entry's lock before the
-      // entry is routed; a failed append publishes nothing.
-      Status s = pending ? Status::Ok()
-                         : ActivateLogged(owner.get(), log, payload_bytes);
-      // The stripe serialises creates of this key, so only a route error
-      // (back-pressure, shutdown) can refuse the slot; then nothing was
-      // published.
-      if (s.ok()) s = route_.Publish(key, owner, budget);
-      if (!s.ok()) {
-        unpublished_owner = std::move(owner);  // released after the stripe
-        return s;
-      }
-      objects_.fetch_add(1, std::memory_order_relaxed);
-      return Handle(std::move(owner));
-    }
-    // An emptied group leaves the catalog in the same group-lock section
-    // that marks it removing, so a retry finds a fresh group or makes one.
-    for (;;) {
-      std::shared_ptr<Group> group = FindOrMakeGroup(options.group);
-      MutexLock group_lock(&group->mu_);
-      if (!group->active_locked()) {
-        if (group->explicit_teardown_) {
-          return FailedPreconditionError("group is being torn down");
-        }
-        continue;
-      }
-      init.id = NextObjectId();
-      const std::int64_t lease = init.lease_deadline_nanos;
-      init.lease_deadline_nanos = 0;  // a member's lease is the group's
-      Entry* entry = group->AddMember(std::move(init), std::move(payload));
-      Owner owner(group, entry);  // aliasing: keeps the group alive
-      Status s =
-          pending ? Status::Ok() : ActivateLogged(entry, log, payload_bytes);
-      // D8: the group and its lease are wired before the member is routed;
-      // H1: only after its record is appended, so a refused append leaves
-      // the group's lease as it was.
-      if (s.ok() && lease != 0) {
-        directory_internal::AtomicMax(group->lease_deadline_, lease);
-      }
-      if (s.ok()) s = route_.Publish(key, owner, budget);
-      if (!s.ok()) {
-        // Never routed, so nobody else saw it: drop it again. A group this
-        // create made is torn down with it. A lease it granted the group
-        // stays (P1: a deadline never moves earlier, and other members'
-        // readers may already have observed it).
-        owner.reset();
-        group->RemoveMember(entry);
-        unpublished = std::move(group->entries_.back());
-        group->entries_.pop_back();
-        if (group->live_.empty()) {
-          group->SetLifecycle(Lifecycle::kRemoving);
-          RetireFromCatalog(group.get());
-          groups_.fetch_sub(1, std::memory_order_relaxed);
-        }
-        return s;
-      }
-      objects_.fetch_add(1, std::memory_order_relaxed);
-      return Handle(std::move(owner));
-    }
-  }
-
- public:
   // ---- lookups (D1, D6) ----------------------------------------------------
 
   // Runs fn(View&) with the object's lock held shared and its lifecycle
@@ -896,28 +453,11 @@ class GroupDirectory {
   // VisitHandles.
   Status Erase(std::string_view key, EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
-    LogStep log;  // H1: reserved before the stripe
-    if (Status s = ReserveLog(&log, key, nullptr); !s.ok()) return s;
-    RetryPendingUnlinks();
-    Result<WriteBudget> budget = route_.PrepareWrite(key);
-    if (!budget.ok()) return std::move(budget).status();
-    Removal removal;
-    Owner owner;  // outlives the stripe: its release may free the entry
-    {
-      StripeLock stripe(&StripeFor(key), &stripe_waits_);
-      owner = route_.Pin(key);
-      if (owner == nullptr) return NotFoundError();
-      if (Status s = EraseInstance(
-              owner, options, &removal, &budget.value(), Lifecycle::kActive,
-              std::numeric_limits<std::int64_t>::max(), &log);
-          !s.ok()) {
-        return s;
-      }
-    }
-    route_.ReclaimIfDue();
-    FinalizeLog(&log, removal.info.token);  // before the removal callback
-    FinishRemoval(removal);
-    return Status::Ok();
+    LogStep log(options_.durable_log, options_.tenant_instance);
+    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;  // H1
+    return EraseRouted(key, options, Lifecycle::kActive,
+                       std::numeric_limits<std::int64_t>::max(), &log,
+                       [](const Entry&) { return true; });
   }
 
   // Erases `key` only if it still names the instance (id, entry): a stale id
@@ -934,30 +474,13 @@ class GroupDirectory {
                       EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (entry == nullptr) return InvalidArgumentError();
-    LogStep log;  // H1: reserved before the stripe
-    if (Status s = ReserveLog(&log, key, nullptr); !s.ok()) return s;
-    RetryPendingUnlinks();
-    Result<WriteBudget> budget = route_.PrepareWrite(key);
-    if (!budget.ok()) return std::move(budget).status();
-    Removal removal;
-    Owner owner;  // outlives the stripe: its release may free the entry
-    {
-      StripeLock stripe(&StripeFor(key), &stripe_waits_);
-      owner = route_.Pin(key);
-      if (owner == nullptr || owner.get() != entry || owner->id() != id) {
-        return NotFoundError();
-      }
-      if (Status s = EraseInstance(
-              owner, options, &removal, &budget.value(), Lifecycle::kActive,
-              std::numeric_limits<std::int64_t>::max(), &log);
-          !s.ok()) {
-        return s;
-      }
-    }
-    route_.ReclaimIfDue();
-    FinalizeLog(&log, removal.info.token);  // before the removal callback
-    FinishRemoval(removal);
-    return Status::Ok();
+    LogStep log(options_.durable_log, options_.tenant_instance);
+    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;  // H1
+    return EraseRouted(key, options, Lifecycle::kActive,
+                       std::numeric_limits<std::int64_t>::max(), &log,
+                       [&](const Entry& routed) {
+                         return &routed == entry && routed.id() == id;
+                       });
   }
 
   // Erases every member of the named group, all or none. Locks the group,
@@ -970,8 +493,11 @@ class GroupDirectory {
   // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
   Status EraseGroup(std::string_view name, EraseOptions options = {}) {
     if (Status s = CheckCall(name); !s.ok()) return s;
-    LogStep log;  // H1: reserved before the catalog and the group
-    if (Status s = ReserveLog(&log, name, nullptr); !s.ok()) return s;
+    LogStep log(
+        options_.durable_log,
+        options_
+            .tenant_instance);  // H1: reserved before the catalog and the group
+    if (Status s = log.Reserve(name, nullptr); !s.ok()) return s;
     RetryPendingUnlinks();
     std::shared_ptr<Group> group;
     {
@@ -1005,8 +531,8 @@ class GroupDirectory {
       // H1: one record names every member, appended before anything moves.
       Status appended;
       if (!leased) {
-        appended = AppendLoggedGroup(&log, DurableOp::kEraseGroup, group.get(),
-                                     members);
+        appended =
+            log.AppendGroup(DurableOp::kEraseGroup, group.get(), members);
       }
       // Q2: the members' charges leave the account in one release, or the
       // group stays as it was.
@@ -1045,7 +571,7 @@ class GroupDirectory {
     route_.ReclaimIfDue();
     objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
     groups_.fetch_sub(1, std::memory_order_relaxed);
-    FinalizeLog(&log, removals);  // before the removal callbacks
+    FinalizeRemovals(&log, removals);  // before the removal callbacks
     for (Removal& r : removals) RunRemovedCallback(r);
     return Status::Ok();
   }
@@ -1087,9 +613,16 @@ class GroupDirectory {
   }
   // The injected clock (P5).
   const Clock* clock() const noexcept { return clock_; }
+  // The account this directory charges; null without quota.
+  QuotaAccount* quota() const noexcept { return options_.quota; }
 
  private:
   friend class directory_internal::GroupDirectoryTestPeer;
+  // The eviction and snapshot hooks (cairn/directory/directory_hooks.h).
+  friend class DirectoryHooks;
+
+  using LogStep = directory_internal::LogStep<Payload>;
+  using LogPayload = directory_internal::LogPayload;
 
   struct Removal {
     Owner owner;  // keeps the entry (and its key) alive for the callback
@@ -1125,7 +658,7 @@ class GroupDirectory {
     Stripe* stripes = stripes_.load(std::memory_order_acquire);
     if (stripes == nullptr) [[unlikely]]
       stripes = AllocateStripes();
-    const std::uint64_t h = route_internal::MixHash(
+    const std::uint64_t h = base_internal::MixHash(
         std::hash<std::string_view>{}(key) ^ 0x9e3779b97f4a7c15ULL);
     return stripes[h % stripe_count_].mu;
   }
@@ -1300,7 +833,7 @@ class GroupDirectory {
     if (Status s = CheckErasable(e, options, expect, pending_cutoff); !s.ok()) {
       return s;
     }
-    if (Status s = AppendLoggedRemoval(log, DurableOp::kErase, e); !s.ok()) {
+    if (Status s = log->AppendRemoval(DurableOp::kErase, e); !s.ok()) {
       return s;
     }
     if (Status s = ReleaseLedger(e); !s.ok()) return s;
@@ -1312,11 +845,9 @@ class GroupDirectory {
   // Erase protocol for one routed instance. Caller holds the key's stripe.
   // `expect` is the lifecycle the instance must be in: kActive for an erase,
   // kCreating for the abort of a pending put.
-  Status EraseInstance(
-      const Owner& owner, const EraseOptions& options, Removal* removal,
-      WriteBudget* budget, Lifecycle expect = Lifecycle::kActive,
-      std::int64_t pending_cutoff = std::numeric_limits<std::int64_t>::max(),
-      LogStep* log = nullptr) {
+  Status EraseInstance(const Owner& owner, const EraseOptions& options,
+                       Removal* removal, WriteBudget* budget, Lifecycle expect,
+                       std::int64_t pending_cutoff, LogStep* log) {
     Entry* e = owner.get();
     Group* group = e->group();
     if (group == nullptr) {
@@ -1403,9 +934,9 @@ class GroupDirectory {
   }
   // Caller holds e's lock exclusively and has marked it (or is marking it)
   // removed: nothing can reach the payload any more.
-  Evicted MoveOut(Entry* e) {
+  EvictedObject<Payload> MoveOut(Entry* e) {
     e->mu_.AssertHeld();
-    Evicted x;
+    EvictedObject<Payload> x;
     x.token = e->token();
     x.key = std::string(e->key());
     x.group = e->group() == nullptr ? kNoGroup : e->group()->id();
@@ -1415,51 +946,343 @@ class GroupDirectory {
     return x;
   }
 
-  // ---- durable log (H1, docs/durable_log.md) ----
+  // ---- create ----
 
-  // One logged change: reserved before any directory lock, its record
-  // built and appended under the object lock(s), finalized after every lock
-  // is released and before any removal callback. Declared before a
-  // mutation's first lock, so the destructor, which cancels a reservation
-  // that was not finalized (every failure path), runs off-lock. Without a
-  // log each step is one null test.
-  class LogStep {
-   public:
-    LogStep() = default;
-    LogStep(const LogStep&) = delete;
-    LogStep& operator=(const LogStep&) = delete;
-    ~LogStep() {
-      if (log_ != nullptr) log_->Cancel(reservation_);
+  Result<Handle> CreateImpl(std::string_view key, const CreateOptions& options,
+                            Payload payload, bool pending) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (!options.group.empty() &&
+        options.group.size() > options_.max_key_bytes) {
+      return InvalidArgumentError("group name longer than max_key_bytes");
     }
-    bool active() const noexcept { return log_ != nullptr; }
-    Status Reserve(DurableLog* log, std::size_t bytes) {
-      if (log == nullptr) return Status::Ok();
-      Result<LogReservation> r = log->Reserve(bytes);
-      if (!r.ok()) return std::move(r).status();
-      log_ = log;
-      reservation_ = *r;
-      record_.reserve(bytes);
+    const std::int64_t now = clock_->NowNanos();
+    directory_internal::EntryInit init;
+    init.tenant = options_.tenant_instance;
+    init.key = std::string(key);
+    init.size_bytes = options.size_bytes;
+    init.counted_bytes = options.counted_bytes;
+    init.retained_bytes = options.retained_bytes;
+    init.lease_deadline_nanos =
+        options.lease_ttl.count() > 0 ? now + options.lease_ttl.count() : 0;
+    init.soft_pin_deadline_nanos = options.soft_pin_ttl.count() > 0
+                                       ? now + options.soft_pin_ttl.count()
+                                       : 0;
+    init.hard_pinned = options.hard_pin;
+    init.ledger = pending ? directory_internal::Ledger::kPending
+                          : directory_internal::Ledger::kCommitted;
+    init.pending_since_nanos = now;
+
+    // H1: reserved before the charge and any lock, the payload encoded here
+    // (off-lock); a pending put is invisible and logs at Commit instead.
+    LogStep log(options_.durable_log,
+                options_.tenant_instance);  // cancels on every failure return,
+                                            // after the locks
+    std::string payload_bytes;
+    if (!pending && options_.durable_log != nullptr) {
+      if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
+        DurablePayloadCodec<Payload>::Encode(payload, &payload_bytes);
+      }
+      if (Status s = log.ReserveBytes(DurableRecordBytes(
+              key.size(), options.group.size(), payload_bytes.size()));
+          !s.ok()) {
+        return s;
+      }
+    }
+    // Q1/Q3: charged first, lock-free, and refunded if the create fails.
+    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
+    RetryPendingUnlinks();
+    // Retire budget first, with no lock held: waiting for it may run
+    // deleters (host destructors), which must never run under our locks.
+    Result<WriteBudget> budget = route_.PrepareWrite(key);
+    if (!budget.ok()) {
+      RefundQuota(options.counted_bytes).IgnoreError();
+      return std::move(budget).status();
+    }
+    Result<Handle> made =
+        CreateWithBudget(key, options, std::move(init), std::move(payload),
+                         &budget.value(), pending, &log, payload_bytes);
+    if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
+    route_.ReclaimIfDue();
+    if (made.ok()) log.Finalize(made.value().token());
+    return made;
+  }
+
+  Result<Handle> CreateWithBudget(std::string_view key,
+                                  const CreateOptions& options,
+                                  directory_internal::EntryInit init,
+                                  Payload payload, WriteBudget* budget,
+                                  bool pending, LogStep* log,
+                                  std::string_view payload_bytes) {
+    Owner routed;  // outlives the stripe: its release may free an entry
+    // An entry that failed to publish is destroyed (its payload destructor
+    // is host code) only after the group lock and the stripe are released
+    // (L3): a singleton's last owner, or a member's storage.
+    Owner unpublished_owner;
+    std::unique_ptr<Entry> unpublished;
+    StripeLock stripe(&StripeFor(key), &stripe_waits_);
+    if (routed = route_.Pin(key); routed != nullptr) {
+      if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
+        return AlreadyExistsError("key is already routed");
+      }
+      // A removed instance whose unlink is still pending or in flight
+      // (EraseGroup does not hold key stripes): finish it for the remover.
+      // kNotFound: another writer unlinked it meanwhile, which is as good.
+      Status unlinked =
+          route_.EraseIfMatch(key, routed->id(), routed.get(), budget);
+      if (!unlinked.ok() && unlinked.code() != StatusCode::kNotFound) {
+        return unlinked;
+      }
+    }
+    if (options.group.empty()) {
+      init.id = NextObjectId();
+      Owner owner =
+          std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
+      // H1: the record is appended under the new entry's lock before the
+      // entry is routed; a failed append publishes nothing.
+      Status s = pending ? Status::Ok()
+                         : ActivateLogged(owner.get(), log, payload_bytes);
+      // The stripe serialises creates of this key, so only a route error
+      // (back-pressure, shutdown) can refuse the slot; then nothing was
+      // published.
+      if (s.ok()) s = route_.Publish(key, owner, budget);
+      if (!s.ok()) {
+        unpublished_owner = std::move(owner);  // released after the stripe
+        return s;
+      }
+      objects_.fetch_add(1, std::memory_order_relaxed);
+      return Handle(std::move(owner));
+    }
+    // An emptied group leaves the catalog in the same group-lock section
+    // that marks it removing, so a retry finds a fresh group or makes one.
+    for (;;) {
+      std::shared_ptr<Group> group = FindOrMakeGroup(options.group);
+      MutexLock group_lock(&group->mu_);
+      if (!group->active_locked()) {
+        if (group->explicit_teardown_) {
+          return FailedPreconditionError("group is being torn down");
+        }
+        continue;
+      }
+      init.id = NextObjectId();
+      const std::int64_t lease = init.lease_deadline_nanos;
+      init.lease_deadline_nanos = 0;  // a member's lease is the group's
+      Entry* entry = group->AddMember(std::move(init), std::move(payload));
+      Owner owner(group, entry);  // aliasing: keeps the group alive
+      Status s =
+          pending ? Status::Ok() : ActivateLogged(entry, log, payload_bytes);
+      // D8: the group and its lease are wired before the member is routed;
+      // H1: only after its record is appended, so a refused append leaves
+      // the group's lease as it was.
+      if (s.ok() && lease != 0) {
+        directory_internal::AtomicMax(group->lease_deadline_, lease);
+      }
+      if (s.ok()) s = route_.Publish(key, owner, budget);
+      if (!s.ok()) {
+        // Never routed, so nobody else saw it: drop it again. A group this
+        // create made is torn down with it. A lease it granted the group
+        // stays (P1: a deadline never moves earlier, and other members'
+        // readers may already have observed it).
+        owner.reset();
+        group->RemoveMember(entry);
+        unpublished = std::move(group->entries_.back());
+        group->entries_.pop_back();
+        if (group->live_.empty()) {
+          group->SetLifecycle(Lifecycle::kRemoving);
+          RetireFromCatalog(group.get());
+          groups_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        return s;
+      }
+      objects_.fetch_add(1, std::memory_order_relaxed);
+      return Handle(std::move(owner));
+    }
+  }
+
+  // ---- eviction and snapshot hooks (DirectoryHooks) ----
+
+  // Census: fn(const Handle&, const ObjectMetadata&) for every active
+  // object, the metadata copied under the object's shared lock without
+  // granting any lease (a census is not a read), fn called with no lock or
+  // guard held. Chunks as VisitHandles (D9). kUnavailable after shutdown.
+  template <typename Fn>
+  Status Census(Fn&& fn, std::size_t chunk = 0) const {
+    return VisitHandles(
+        [&](std::span<const Handle> handles) {
+          for (const Handle& h : handles) {
+            ObjectMetadata m;
+            bool active = false;
+            {
+              ReaderLock lock(&h->mu_);
+              active = h->active_locked();
+              if (active) m = View(*h.get(), clock_).metadata();
+            }
+            if (active) fn(h, m);
+          }
+        },
+        chunk);
+  }
+
+  // Reads the unit `handle` belongs to in one step, for a snapshot, granting
+  // no lease (a snapshot is not a read). A singleton: fn(const View&) under
+  // its shared lock if it is still kActive. A member: the group lock, then
+  // every live member's lock shared in ascending key order (L2), then
+  // fn(const View&) for each kActive member in that order, so the group's
+  // membership and each member are read at one instant. Returns kNotFound
+  // if the object (for a member: its group) is gone, kInvalidArgument for an
+  // empty handle, kUnavailable after shutdown. fn runs under those locks with
+  // the rules of a WithObject callback (no call into this directory, no
+  // blocking); readers are not blocked, writers of the unit wait. Allocates
+  // the member list. Not for use inside a callback.
+  template <typename Fn>
+  Status InspectUnit(const Handle& handle, Fn&& fn) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (!handle) return InvalidArgumentError();
+    Entry* e = handle.get();
+    Group* group = e->group();
+    if (group == nullptr) {
+      ReaderLock lock(&e->mu_);
+      if (!e->active_locked() || e->tenant_ != options_.tenant_instance) {
+        return NotFoundError();
+      }
+      const View view(*e, clock_);
+      fn(view);
       return Status::Ok();
     }
-    std::string* record() noexcept { return &record_; }
-    Status Append() { return log_->Append(reservation_, record_); }
-    void Finalize(std::span<const ObjectToken> tokens) {
-      DurableLog* log = std::exchange(log_, nullptr);
-      if (log != nullptr) log->Finalize(reservation_, tokens);
+    MutexLock group_lock(&group->mu_);
+    if (!group->active_locked()) return NotFoundError();
+    std::vector<Entry*> members;
+    members.reserve(group->live_.size());
+    for (const auto& m : group->live_) members.push_back(m.entry);
+    std::sort(
+        members.begin(), members.end(),
+        [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+    for (Entry* m : members) LockObjectShared(m);
+    for (Entry* m : members) {
+      if (ActiveUnderSharedLock(m)) {
+        const View view(*m, clock_);
+        fn(view);
+      }
     }
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+      UnlockObjectShared(*it);
+    }
+    return Status::Ok();
+  }
 
-   private:
-    DurableLog* log_ = nullptr;
-    LogReservation reservation_;
-    std::string record_;
-  };
+  // InspectUnit locks a run-time set of members in one loop and unlocks
+  // them in another, which the analysis cannot pair.
+  static void LockObjectShared(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    e->mu_.LockShared();
+  }
+  static void UnlockObjectShared(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    e->mu_.UnlockShared();
+  }
+  static bool ActiveUnderSharedLock(const Entry* e)
+      CAIRN_NO_THREAD_SAFETY_ANALYSIS {
+    return e->active_locked();
+  }
 
-  // Which payload bytes a record carries.
-  enum class LogPayload : std::uint8_t {
-    kNone,   // none (removals; CommitUpsert with a callback)
-    kEntry,  // the entry's payload, encoded under its lock (Commit)
-    kGiven,  // bytes encoded before any lock (Create, CommitUpsertWithPayload)
-  };
+  // The eviction kernel's revalidating commit for one ranked candidate
+  // (V1, V2, V4, V5). For a member, its whole group is the unit: the group
+  // lock, then every member exclusively in ascending key order (L2). Every
+  // member must still be kActive with an expired lease, no hard pin, no
+  // soft pin unless `allow_soft_pinned`, and no in-flight task; the
+  // candidate must still be routed as itself and still have
+  // `census_version`. Then, with the locks held, every member's charge is
+  // released (Q2), it is marked kRemoving and its payload moved to *out;
+  // after the member locks, each route slot is matched-unlinked and the
+  // group leaves the catalog. The removal callback runs after every lock.
+  // `expected_members` (0: any) is how many members the caller offered
+  // for offload; a group that has another count now is not evicted.
+  // Returns kOk (evicted, appended to *out), kAborted (changed or not
+  // evictable now: the caller moves on to later candidates), kNotFound
+  // (already gone), kUnavailable (shut down). Not for use inside a callback.
+  StatusCode EvictIfUnchanged(const Handle& candidate,
+                              std::uint64_t census_version,
+                              bool allow_soft_pinned,
+                              std::vector<EvictedObject<Payload>>* out,
+                              std::size_t expected_members = 0) {
+    if (is_shut_down()) return StatusCode::kUnavailable;
+    if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
+    Entry* c = candidate.get();
+    Group* group = c->group();
+    LogStep log(options_.durable_log,
+                options_.tenant_instance);  // H1: reserved before the group and
+                                            // object locks
+    if (Status s = log.Reserve(c->key(), c); !s.ok()) return s.code();
+    const std::int64_t now = clock_->NowNanos();
+    std::vector<Removal> removals;
+    WriteBudget none;
+    if (group == nullptr) {
+      {
+        WriterLock lock(&c->mu_);
+        if (!c->active_locked()) return StatusCode::kNotFound;
+        if (c->version_.load(std::memory_order_relaxed) != census_version ||
+            !Evictable(c, now, allow_soft_pinned) || !StillRouted(c) ||
+            !log.AppendRemoval(DurableOp::kEvict, c).ok() ||
+            !ReleaseLedger(c).ok()) {
+          return StatusCode::kAborted;
+        }
+        removals.push_back(MakeRemoval(candidate.owner()));
+        out->push_back(MoveOut(c));
+        c->SetLifecycle(Lifecycle::kRemoving);
+      }
+      Unlink(candidate.owner(), &none);  // after the object lock (L3)
+      objects_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      const std::shared_ptr<Group> owner_of_group(candidate.owner(), group);
+      MutexLock group_lock(&group->mu_);
+      if (!group->active_locked()) return StatusCode::kNotFound;
+      std::vector<Entry*> members;
+      members.reserve(group->live_.size());
+      for (const auto& m : group->live_) members.push_back(m.entry);
+      std::sort(
+          members.begin(), members.end(),
+          [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+      for (Entry* e : members) LockObject(e);
+      bool ok =
+          (expected_members == 0 || expected_members == members.size()) &&
+          c->lifecycle_.load(std::memory_order_relaxed) == Lifecycle::kActive &&
+          c->version_.load(std::memory_order_relaxed) == census_version &&
+          StillRouted(c);
+      for (Entry* e : members) {
+        if (!ok) break;
+        ok = Evictable(e, now, allow_soft_pinned);
+      }
+      if (ok) {
+        ok = log.AppendGroup(DurableOp::kEvict, group, members).ok();
+      }
+      if (ok) {
+        std::uint64_t charged = 0;
+        for (Entry* e : members) charged += ChargedBytes(e);
+        ok = RefundQuota(charged).ok();
+      }
+      if (ok) {
+        removals.reserve(members.size());
+        for (Entry* e : members) {
+          MarkLedgerReleased(e);
+          removals.push_back(MakeRemoval(Owner(owner_of_group, e)));
+          out->push_back(MoveOut(e));
+          MarkRemoving(e);
+        }
+      }
+      for (auto it = members.rbegin(); it != members.rend(); ++it) {
+        UnlockObject(*it);
+      }
+      if (!ok) return StatusCode::kAborted;
+      // V1: the whole group leaves together.
+      group->SetLifecycle(Lifecycle::kRemoving);
+      for (Removal& r : removals) Unlink(r.owner, &none);
+      group->live_.clear();
+      RetireFromCatalog(group);
+      objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
+      groups_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    route_.ReclaimIfDue();
+    FinalizeRemovals(&log, removals);  // before the removal callbacks
+    for (Removal& r : removals) RunRemovedCallback(r);
+    return StatusCode::kOk;
+  }
 
   // CommitUpsert's body; `payload`/`given` say which payload bytes the
   // record carries (none, or bytes the caller encoded off-lock).
@@ -1468,8 +1291,10 @@ class GroupDirectory {
                             LogPayload payload, std::string_view given,
                             Fn&& fn) {
     if (Status s = CheckCall(key); !s.ok()) return s;
-    LogStep log;  // H1: reserved before the object lock
-    if (Status s = ReserveLog(&log, key, nullptr, given.size()); !s.ok()) {
+    LogStep log(
+        options_.durable_log,
+        options_.tenant_instance);  // H1: reserved before the object lock
+    if (Status s = log.Reserve(key, nullptr, given.size()); !s.ok()) {
       return s;
     }
     Status refused;
@@ -1481,10 +1306,10 @@ class GroupDirectory {
         refused = FailedPreconditionError("no upsert is pending");
         return;
       }
-      if (Status s =
-              AppendLogged(&log, DurableOp::kUpsert, &e,
-                           e.version_.load(std::memory_order_relaxed) + 1,
-                           ledger.pending_size, ledger.pending, payload, given);
+      if (Status s = log.AppendObject(
+              DurableOp::kUpsert, &e,
+              e.version_.load(std::memory_order_relaxed) + 1,
+              ledger.pending_size, ledger.pending, payload, given);
           !s.ok()) {
         refused = std::move(s);
         return;
@@ -1501,98 +1326,25 @@ class GroupDirectory {
       fn(access);
     };
     Status s = LookupToken<true>(key, token, commit);
-    if (s.ok() && refused.ok()) FinalizeLog(&log, token);
+    if (s.ok() && refused.ok()) log.Finalize(token);
     return s.ok() ? refused : s;
   }
 
-  // Reserves a one-object record for `key` (e's group name, if known).
-  Status ReserveLog(LogStep* log, std::string_view key, const Entry* e,
-                    std::size_t payload_bytes = 0) {
-    if (options_.durable_log == nullptr) return Status::Ok();
-    const std::size_t name =
-        e != nullptr && e->group() != nullptr ? e->group()->name().size() : 0;
-    return log->Reserve(options_.durable_log,
-                        DurableRecordBytes(key.size(), name, payload_bytes));
-  }
-  void BeginLogged(LogStep* log, DurableOp op, const Group* group,
-                   std::uint32_t count) const {
-    log->record()->clear();
-    BeginDurableRecord(op, options_.tenant_instance,
-                       group == nullptr ? kNoGroup : group->id(),
-                       group == nullptr ? std::string_view() : group->name(),
-                       count, log->record());
-  }
-  // Caller holds e's lock exclusively.
-  void AddLogged(LogStep* log, const Entry* e, std::uint64_t version,
-                 std::uint64_t size, std::uint64_t counted, LogPayload payload,
-                 std::string_view given) const {
-    e->mu_.AssertHeld();
-    DurableObjectState state;
-    state.object = e->id();
-    state.version = version;
-    state.size_bytes = size;
-    state.counted_bytes = counted;
-    state.key = e->key();
-    state.payload_logged = DurablePayloadCodec<Payload>::kLogsPayload &&
-                           payload != LogPayload::kNone;
-    if (state.payload_logged && payload == LogPayload::kEntry) {
-      std::string bytes;
-      DurablePayloadCodec<Payload>::Encode(e->payload_, &bytes);
-      AddDurableObject(state, bytes, log->record());
-    } else {
-      AddDurableObject(state, given, log->record());
-    }
-  }
-  // Appends e's post-state as a one-object record. Caller holds e's lock
-  // exclusively; nothing has changed yet, so an error changes nothing.
-  Status AppendLogged(LogStep* log, DurableOp op, const Entry* e,
-                      std::uint64_t version, std::uint64_t size,
-                      std::uint64_t counted, LogPayload payload,
-                      std::string_view given = {}) {
-    if (log == nullptr || !log->active()) return Status::Ok();
-    BeginLogged(log, op, e->group(), 1);
-    AddLogged(log, e, version, size, counted, payload, given);
-    return log->Append();
-  }
-  // The removal of e, with the state it has. Caller holds e's lock
-  // exclusively.
-  Status AppendLoggedRemoval(LogStep* log, DurableOp op, const Entry* e) {
-    if (log == nullptr || !log->active()) return Status::Ok();
-    e->mu_.AssertHeld();
-    return AppendLogged(log, op, e, e->version_.load(std::memory_order_relaxed),
-                        e->size_bytes_, e->counted_bytes(), LogPayload::kNone);
-  }
-  // The removal of every member, in one record. Caller holds the group lock
-  // and every member's lock exclusively.
-  Status AppendLoggedGroup(LogStep* log, DurableOp op, const Group* group,
-                           const std::vector<Entry*>& members) {
-    if (!log->active()) return Status::Ok();
-    BeginLogged(log, op, group, static_cast<std::uint32_t>(members.size()));
-    for (const Entry* e : members) {
-      e->mu_.AssertHeld();
-      AddLogged(log, e, e->version_.load(std::memory_order_relaxed),
-                e->size_bytes_, e->counted_bytes(), LogPayload::kNone, {});
-    }
-    return log->Append();
-  }
   // Activates a new, unrouted entry; with a log, first appends its create
   // record under the entry's lock.
   Status ActivateLogged(Entry* e, LogStep* log, std::string_view payload) {
     WriterLock lock(&e->mu_);
-    if (Status s = AppendLogged(log, DurableOp::kCreate, e,
-                                e->version_.load(std::memory_order_relaxed),
-                                e->size_bytes_, e->counted_bytes(),
-                                LogPayload::kGiven, payload);
+    if (Status s = log->AppendObject(
+            DurableOp::kCreate, e, e->version_.load(std::memory_order_relaxed),
+            e->size_bytes_, e->counted_bytes(), LogPayload::kGiven, payload);
         !s.ok()) {
       return s;
     }
     e->SetLifecycle(Lifecycle::kActive);
     return Status::Ok();
   }
-  static void FinalizeLog(LogStep* log, ObjectToken token) {
-    if (log->active()) log->Finalize(std::span<const ObjectToken>(&token, 1));
-  }
-  static void FinalizeLog(LogStep* log, const std::vector<Removal>& removals) {
+  static void FinalizeRemovals(LogStep* log,
+                               const std::vector<Removal>& removals) {
     if (!log->active()) return;
     std::vector<ObjectToken> tokens;
     tokens.reserve(removals.size());
@@ -1644,10 +1396,24 @@ class GroupDirectory {
     return Status::Ok();
   }
 
+  // A pending put is invisible, so its abort is not logged.
   Status AbortPending(std::string_view key, ObjectToken token,
                       std::int64_t cutoff) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (token.tenant != options_.tenant_instance) return NotFoundError();
+    LogStep no_log(nullptr, options_.tenant_instance);
+    return EraseRouted(
+        key, EraseOptions{}, Lifecycle::kCreating, cutoff, &no_log,
+        [&](const Entry& routed) { return routed.id() == token.object; });
+  }
+
+  // The erase protocol for the instance routed under `key`, if `matches`
+  // it: pinned under the key's lifecycle stripe, erased by EraseInstance,
+  // its record finalized, then the removal callback off-lock.
+  template <typename Match>
+  Status EraseRouted(std::string_view key, const EraseOptions& options,
+                     Lifecycle expect, std::int64_t pending_cutoff,
+                     LogStep* log, Match&& matches) {
     RetryPendingUnlinks();
     Result<WriteBudget> budget = route_.PrepareWrite(key);
     if (!budget.ok()) return std::move(budget).status();
@@ -1656,18 +1422,16 @@ class GroupDirectory {
     {
       StripeLock stripe(&StripeFor(key), &stripe_waits_);
       owner = route_.Pin(key);
-      if (owner == nullptr || owner->id() != token.object) {
-        return NotFoundError();
-      }
-      if (Status s =
-              EraseInstance(owner, EraseOptions{}, &removal, &budget.value(),
-                            Lifecycle::kCreating, cutoff);
+      if (owner == nullptr || !matches(*owner)) return NotFoundError();
+      if (Status s = EraseInstance(owner, options, &removal, &budget.value(),
+                                   expect, pending_cutoff, log);
           !s.ok()) {
         return s;
       }
     }
     route_.ReclaimIfDue();
-    FinishRemoval(removal);
+    log->Finalize(removal.info.token);  // before the removal callback
+    RunRemovedCallback(removal);
     return Status::Ok();
   }
 
@@ -1721,7 +1485,6 @@ class GroupDirectory {
     route_.ReclaimIfDue();
   }
 
-  void FinishRemoval(Removal& removal) { RunRemovedCallback(removal); }
   void RunRemovedCallback(Removal& removal) {
     if (options_.on_removed) options_.on_removed(removal.info);
     removal.owner.reset();  // the last owner may free the entry here, off-lock
@@ -1736,7 +1499,7 @@ class GroupDirectory {
 
   mutable Mutex catalog_mu_;
   std::unordered_map<std::string, std::shared_ptr<Group>,
-                     route_internal::KeyHash, route_internal::KeyEq>
+                     base_internal::KeyHash, base_internal::KeyEq>
       catalog_ CAIRN_GUARDED_BY(catalog_mu_);
 
   // Parked unlinks (a leaf lock: only route writes run after it, unlocked).

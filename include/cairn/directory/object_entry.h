@@ -94,6 +94,9 @@ class GroupDirectory;
 
 namespace directory_internal {
 
+template <typename Payload>
+class LogStep;  // internal/log_step.h
+
 // deadline = max(deadline, candidate) (P1). Returns true if it moved.
 inline bool AtomicMax(std::atomic<std::int64_t>& deadline,
                       std::int64_t candidate) noexcept {
@@ -192,6 +195,7 @@ class ObjectEntry {
   friend class ObjectAccess<Payload>;
   template <typename P, template <typename> class R>
   friend class GroupDirectory;
+  friend class directory_internal::LogStep<Payload>;
 
   // Written only with mu_ held exclusively.
   void SetLifecycle(Lifecycle next) CAIRN_REQUIRES(mu_) {

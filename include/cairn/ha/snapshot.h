@@ -10,7 +10,7 @@
 // left when it was read, and its payload as the host's encoder wrote it.
 // Objects that are not kActive (a pending put) are not written; a staged
 // upsert is not either (its object is written in its committed state). Each
-// unit is read in one step under its locks (GroupDirectory::InspectUnit): a
+// unit is read in one step under its locks (DirectoryHooks::InspectUnit): a
 // singleton under its shared lock, an explicit group under its group lock
 // and every member's shared lock. No global stop: units are read at
 // different instants, so a snapshot is consistent per object and per group,
@@ -142,7 +142,7 @@ Status WriteTenantSection(const GroupDirectory<Payload, Route>& directory,
       const std::int64_t now = directory.clock()->NowNanos();
       used = 0;
       Status encoded;
-      Status read = directory.InspectUnit(handle, [&](const View& view) {
+      Status read = DirectoryHooks::InspectUnit(directory, handle, [&](const View& view) {
         if (!encoded.ok()) return;
         if (used == unit.size()) unit.emplace_back();
         SnapshotUnitObject& o = unit[used++];
@@ -348,7 +348,7 @@ Status LoadTenant(GroupDirectory<Payload, Route>& directory,
 // a non-empty Payload and no encoder), the encoder's error, kUnavailable (shut
 // down), I/O errors (kNotFound: no such directory; kResourceExhausted: disk
 // full; kInternal). On error `path` is untouched and the temporary file
-// removed. Locks: one unit at a time (GroupDirectory::InspectUnit); blocks
+// removed. Locks: one unit at a time (DirectoryHooks::InspectUnit); blocks
 // writers of that unit while it is read, never readers. Allocates.
 template <typename Payload, template <typename> class Route>
 Status WriteSnapshot(

@@ -77,6 +77,7 @@
 #include <utility>
 
 #include "cairn/base/check.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/index/index_allocator.h"
@@ -87,8 +88,6 @@ CAIRN_NAMESPACE_BEGIN
 
 namespace index_internal {
 
-// Keyed XXH3-64 of `key` (src/index/hash.cc).
-std::uint64_t HashKey(std::string_view key, std::uint64_t seed) noexcept;
 // A fresh seed from the OS random source.
 std::uint64_t RandomSeed() noexcept;
 // A process-unique map id (never 0).
@@ -352,7 +351,7 @@ class ScanHashMap {
   // --- Hashing (any thread, no state) ---------------------------------------
 
   std::uint64_t HashOf(std::string_view key) const noexcept {
-    return index_internal::HashKey(key, seed_);
+    return base_internal::KeyedHash(key, seed_);
   }
   static std::uint32_t Hash32(std::uint64_t hash) noexcept {
     return static_cast<std::uint32_t>(hash);

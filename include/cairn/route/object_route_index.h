@@ -64,6 +64,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -82,7 +83,7 @@
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/internal/bucket_snapshot.h"
 #include "cairn/route/internal/chunk_emitter.h"
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/route/internal/route_table.h"
 #include "cairn/route/route_concept.h"
 #include "cairn/route/route_diagnostics.h"
@@ -136,13 +137,13 @@ class ObjectRouteIndex {
                           : nullptr),
         domain_(options.epoch_domain != nullptr ? options.epoch_domain
                                                 : owned_domain_.get()),
-        min_buckets_(route_internal::RoundUpPowerOfTwo(
+        min_buckets_(std::bit_ceil(
             std::max<std::size_t>(options.bucket_count, 1))),
         fixed_(options.fixed_bucket_count),
         // Never more stripes than the smallest table has buckets, so every
         // bucket of every table size belongs to exactly one stripe.
         stripe_mask_(
-            std::min(route_internal::RoundUpPowerOfTwo(
+            std::min(std::bit_ceil(
                          std::max<std::size_t>(options.stripe_count, 1)),
                      min_buckets_) -
             1),
@@ -183,7 +184,7 @@ class ObjectRouteIndex {
   template <typename Fn>
   [[gnu::always_inline]] void WithEntry(std::string_view key, Fn&& fn) const {
     Guard guard = domain_->EnterOnThisThread();
-    fn(Lookup(route_internal::RouteHash(key), key));
+    fn(Lookup(base_internal::RouteHash(key), key));
   }
 
   // fn(index, Entry*) for every key in order, all inside one guard. Loads
@@ -201,7 +202,7 @@ class ObjectRouteIndex {
   // A strong owner copied from the protected snapshot, or null (D2).
   Owner Pin(std::string_view key) const {
     Guard guard = domain_->EnterOnThisThread();
-    const std::uint64_t hash = route_internal::RouteHash(key);
+    const std::uint64_t hash = base_internal::RouteHash(key);
     const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
     const typename Snapshot::Slot* slot = s->Find(hash, key);
     return slot == nullptr ? Owner() : s->owner(slot);
@@ -267,7 +268,7 @@ class ObjectRouteIndex {
   // down), kFailedPrecondition (called inside a guard of the route's domain
   // while the cap is full).
   Result<WriteBudget> PrepareWrite(std::string_view key) {
-    const std::uint64_t hash = route_internal::RouteHash(key);
+    const std::uint64_t hash = base_internal::RouteHash(key);
     std::size_t need, floor;
     {
       Guard guard = domain_->EnterOnThisThread();
@@ -313,7 +314,7 @@ class ObjectRouteIndex {
   Status Publish(std::string_view key, Owner owner,
                  WriteBudget* budget = nullptr) {
     CAIRN_CHECK(owner != nullptr);
-    const std::uint64_t hash = route_internal::RouteHash(key);
+    const std::uint64_t hash = base_internal::RouteHash(key);
     std::unique_ptr<Record, RecordDeleter> record(
         Record::New(std::move(owner)));
     if (record == nullptr) return AllocationFailed();
@@ -343,7 +344,7 @@ class ObjectRouteIndex {
   Status EraseIfMatch(std::string_view key, std::uint64_t id,
                       const Entry* entry, WriteBudget* budget = nullptr) {
     if (entry == nullptr) return InvalidArgumentError();
-    const std::uint64_t hash = route_internal::RouteHash(key);
+    const std::uint64_t hash = base_internal::RouteHash(key);
     const typename Snapshot::Slot* slot = nullptr;
     Status s = Write(
         hash, budget,
@@ -515,7 +516,7 @@ class ObjectRouteIndex {
     for (std::size_t base = 0; base < keys.size(); base += kWindow) {
       const std::size_t n = std::min(kWindow, keys.size() - base);
       for (std::size_t i = 0; i < n; ++i) {
-        hashes[i] = route_internal::RouteHash(keys[base + i]);
+        hashes[i] = base_internal::RouteHash(keys[base + i]);
         __builtin_prefetch(&table->at(hashes[i]), 0, 3);
       }
       for (std::size_t i = 0; i < n; ++i) {

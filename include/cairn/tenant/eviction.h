@@ -3,7 +3,7 @@
 // The eviction kernel: one pipeline for every policy (V1-V5,
 // docs/tenants.md).
 //
-//   census (GroupDirectory::Census: VisitHandles chunks, each object's
+//   census (DirectoryHooks::Census: VisitHandles chunks, each object's
 //   metadata copied under its shared lock, no lease granted)
 //   -> rank outside every lock: earliest lease deadline first; soft-pinned
 //      objects only in a second pass, only if allowed and only if the first
@@ -15,7 +15,7 @@
 //      larger cover (EvictionResult::census_rounds).
 //   -> one candidate per explicit group (dedupe by group)
 //   -> offload hand-off (optional host hook, no lock held)
-//   -> GroupDirectory::EvictIfUnchanged: lock group, then members in key
+//   -> DirectoryHooks::EvictIfUnchanged: lock group, then members in key
 //      order, revalidate identity, lifecycle, version, lease, pins, tasks;
 //      release quota, mark kRemoving, matched-unlink every member (V1, V2)
 //   -> host release callback with the tokens and payloads, no lock held.
@@ -112,7 +112,7 @@ class Evictor {
  public:
   using Directory = GroupDirectory<Payload, Route>;
   using Handle = ObjectHandle<Payload>;
-  using Evicted = typename Directory::Evicted;
+  using Evicted = EvictedObject<Payload>;
   using Registry = TenantRegistry<Payload, Route>;
 
   // Which bytes a goal counts.
@@ -196,11 +196,10 @@ class Evictor {
     std::uint64_t used = 0;
     for (const auto& t : tenants) {
       dirs.push_back(&t->directory());
-      t->directory()
-          .Census([&](const Handle&, const ObjectMetadata& m) {
-            used += m.size_bytes;
-          })
-          .IgnoreError();
+      DirectoryHooks::Census(t->directory(), [&](const Handle&,
+                                                 const ObjectMetadata& m) {
+        used += m.size_bytes;
+      }).IgnoreError();
     }
     return RunWatermarkOn(dirs, used, policy);
   }
@@ -374,49 +373,42 @@ class Evictor {
     };
     for (std::size_t d = 0; d < dirs.size(); ++d) {
       const std::int64_t now = dirs[d]->clock()->NowNanos();
-      dirs[d]
-          ->Census(
-              [&](const Handle& h, const ObjectMetadata& m) {
-                ++result->census_objects;
-                const GroupId g =
-                    h->group() == nullptr ? kNoGroup : h->group()->id();
-                const bool blocked = m.hard_pinned || m.tasks != 0 ||
-                                     m.lease_deadline_nanos > now;
-                const std::uint64_t bytes = measure == Measure::kSizeBytes
-                                                ? m.size_bytes
-                                                : m.counted_bytes;
-                const bool soft = m.soft_pin_deadline_nanos > now;
-                if (g == kNoGroup) {
-                  if (blocked || refused.Contains(h)) return;
-                  offer(m.lease_deadline_nanos, bytes, soft, [&] {
-                    return Candidate{
-                        d,     h,    m.version, m.lease_deadline_nanos,
-                        bytes, soft, {}};
-                  });
-                  return;
-                }
-                const GroupKey key{d, g};
-                if (blocked) {  // one unevictable member keeps the group
-                  group_blocked.insert(key);
-                  return;
-                }
-                auto [it, fresh] = group_slot.emplace(key, groups.size());
-                if (fresh) {
-                  groups.push_back(Candidate{d,
-                                             h,
-                                             m.version,
-                                             m.lease_deadline_nanos,
-                                             bytes,
-                                             soft,
-                                             {h}});
-                } else {
-                  Candidate& c = groups[it->second];
-                  c.bytes += bytes;
-                  c.soft_pinned = c.soft_pinned || soft;
-                  c.members.push_back(h);
-                }
-              },
-              options_.census_chunk)
+      DirectoryHooks::Census(
+          *dirs[d],
+          [&](const Handle& h, const ObjectMetadata& m) {
+            ++result->census_objects;
+            const GroupId g =
+                h->group() == nullptr ? kNoGroup : h->group()->id();
+            const bool blocked =
+                m.hard_pinned || m.tasks != 0 || m.lease_deadline_nanos > now;
+            const std::uint64_t bytes =
+                measure == Measure::kSizeBytes ? m.size_bytes : m.counted_bytes;
+            const bool soft = m.soft_pin_deadline_nanos > now;
+            if (g == kNoGroup) {
+              if (blocked || refused.Contains(h)) return;
+              offer(m.lease_deadline_nanos, bytes, soft, [&] {
+                return Candidate{d,     h,    m.version, m.lease_deadline_nanos,
+                                 bytes, soft, {}};
+              });
+              return;
+            }
+            const GroupKey key{d, g};
+            if (blocked) {  // one unevictable member keeps the group
+              group_blocked.insert(key);
+              return;
+            }
+            auto [it, fresh] = group_slot.emplace(key, groups.size());
+            if (fresh) {
+              groups.push_back(Candidate{
+                  d, h, m.version, m.lease_deadline_nanos, bytes, soft, {h}});
+            } else {
+              Candidate& c = groups[it->second];
+              c.bytes += bytes;
+              c.soft_pinned = c.soft_pinned || soft;
+              c.members.push_back(h);
+            }
+          },
+          options_.census_chunk)
           .IgnoreError();
     }
     for (Candidate& c : groups) {
@@ -448,8 +440,8 @@ class Evictor {
       out.clear();
       // With offload, a group evicts only the members that were offered.
       const std::size_t expect = options_.offload ? c.members.size() : 0;
-      const StatusCode code = dirs[c.dir]->EvictIfUnchanged(c.handle, c.version,
-                                                            soft, &out, expect);
+      const StatusCode code = DirectoryHooks::EvictIfUnchanged(
+          *dirs[c.dir], c.handle, c.version, soft, &out, expect);
       if (code != StatusCode::kOk) {
         if (code == StatusCode::kAborted) ++result->skipped;
         continue;

@@ -51,7 +51,7 @@
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/quota.h"
 #include "cairn/epoch/epoch_domain.h"
-#include "cairn/route/internal/route_hash.h"
+#include "cairn/base/internal/hash.h"
 
 CAIRN_NAMESPACE_BEGIN
 
@@ -292,8 +292,8 @@ class TenantRegistry {
 
  private:
   struct Snapshot {
-    std::unordered_map<std::string, Handle, route_internal::KeyHash,
-                       route_internal::KeyEq>
+    std::unordered_map<std::string, Handle, base_internal::KeyHash,
+                       base_internal::KeyEq>
         tenants;
   };
   struct Outcome {

@@ -1,11 +1,13 @@
 // Copyright 2026 The cairn Authors.
 //
-// Key hashing shared by the routes and the directory: transparent
-// hash/equality for string maps, the route hash that picks buckets and probe
-// slots, and power-of-two rounding. Never include directly.
+// Key hashing for every component: transparent hash/equality for string
+// maps, the route hash that picks buckets and probe slots (inline: it is on
+// every lookup), and the keyed XXH3 hash of the record index (compiled in
+// src/base/hash.cc so xxHash stays out of public headers). For cairn's own
+// components; hosts never include it.
 
-#ifndef CAIRN_ROUTE_INTERNAL_ROUTE_HASH_H_
-#define CAIRN_ROUTE_INTERNAL_ROUTE_HASH_H_
+#ifndef CAIRN_BASE_INTERNAL_HASH_H_
+#define CAIRN_BASE_INTERNAL_HASH_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +17,7 @@
 #include "cairn/base/version.h"
 
 CAIRN_NAMESPACE_BEGIN
-namespace route_internal {
+namespace base_internal {
 
 // Transparent hash/equality so std::string_view looks up std::string keys
 // without building a key copy.
@@ -48,13 +50,11 @@ struct KeyEq {
   return MixHash(KeyHash{}(key));
 }
 
-inline std::size_t RoundUpPowerOfTwo(std::size_t n) noexcept {
-  std::size_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
+// XXH3 of `key` under `seed`: the index's hash, keyed per map so one map's
+// collisions say nothing about another's.
+std::uint64_t KeyedHash(std::string_view key, std::uint64_t seed) noexcept;
 
-}  // namespace route_internal
+}  // namespace base_internal
 CAIRN_NAMESPACE_END
 
-#endif  // CAIRN_ROUTE_INTERNAL_ROUTE_HASH_H_
+#endif  // CAIRN_BASE_INTERNAL_HASH_H_

@@ -1,43 +1,21 @@
 // Copyright 2026 The cairn Authors.
 //
-// The compiled part of the index: the keyed XXH3 hash (xxhash stays out of
-// public headers), seeds, map ids and the default allocator.
+// The default IndexAllocator: aligned operator new for small requests, an
+// anonymous mapping advised for transparent huge pages for 2 MiB-multiple
+// ones.
+
+#include "cairn/index/index_allocator.h"
 
 #include <sys/mman.h>
 
 #include <atomic>
 #include <cstdint>
 #include <new>
-#include <random>
-#include <string_view>
 
-#include <xxhash.h>
-
-#include "cairn/index/index_allocator.h"
 #include "cairn/index/internal/arena.h"
-#include "cairn/index/scan_hash_map.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace index_internal {
-
-std::uint64_t HashKey(std::string_view key, std::uint64_t seed) noexcept {
-  return XXH3_64bits_withSeed(key.data(), key.size(), seed);
-}
-
-std::uint64_t RandomSeed() noexcept {
-  std::random_device device;
-  std::uint64_t seed = 0;
-  while (seed == 0) {
-    seed = (std::uint64_t{device()} << 32) ^ device();
-  }
-  return seed;
-}
-
-std::uint64_t NextMapId() noexcept {
-  // Only uniqueness matters; no other memory is ordered by this counter.
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
 
 namespace {
 

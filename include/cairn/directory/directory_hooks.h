@@ -1,0 +1,95 @@
+// Copyright 2026 The cairn Authors.
+//
+// The steps of a GroupDirectory that the components built on it need and a
+// host serving requests does not: the census and the revalidating commit of
+// the eviction kernel (cairn/tenant/eviction.h) and the one-unit read of a
+// snapshot (cairn/ha/snapshot.h). They are not GroupDirectory methods so the
+// host API stays what a host calls; a host writing its own eviction policy
+// may use them too, under the same rules.
+
+#ifndef CAIRN_DIRECTORY_DIRECTORY_HOOKS_H_
+#define CAIRN_DIRECTORY_DIRECTORY_HOOKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cairn/base/status.h"
+#include "cairn/base/version.h"
+#include "cairn/directory/object_entry.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+// An object the eviction commit removed. The payload was moved out under
+// the object's exclusive lock, after the object became kRemoving, so no
+// lookup can see the moved-from value.
+template <typename Payload>
+struct EvictedObject {
+  ObjectToken token;
+  std::string key;
+  GroupId group = kNoGroup;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t counted_bytes = 0;
+  Payload payload;
+};
+
+class DirectoryHooks {
+ public:
+  // Census: fn(const Handle&, const ObjectMetadata&) for every active
+  // object of `dir`, the metadata copied under the object's shared lock
+  // without granting any lease (a census is not a read), fn called with no
+  // lock or guard held. Chunks as VisitHandles (rule D9). kUnavailable after
+  // shutdown.
+  template <typename Directory, typename Fn>
+  static Status Census(const Directory& dir, Fn&& fn, std::size_t chunk = 0) {
+    return dir.Census(std::forward<Fn>(fn), chunk);
+  }
+
+  // Reads the unit `handle` belongs to in one step, for a snapshot, granting
+  // no lease (a snapshot is not a read). A singleton: fn(const View&) under
+  // its shared lock if it is still kActive. A member: the group lock, then
+  // every live member's lock shared in ascending key order (lock order L2),
+  // then fn(const View&) for each kActive member in that order, so the
+  // group's membership and each member are read at one instant. Returns
+  // kNotFound if the object (for a member: its group) is gone,
+  // kInvalidArgument for an empty handle, kUnavailable after shutdown. fn
+  // runs under those locks with the rules of a WithObject callback (no call
+  // into this directory, no blocking); readers are not blocked, writers of
+  // the unit wait. Allocates the member list. Not for use inside a callback.
+  template <typename Directory, typename Fn>
+  static Status InspectUnit(const Directory& dir,
+                            const typename Directory::Handle& handle, Fn&& fn) {
+    return dir.InspectUnit(handle, std::forward<Fn>(fn));
+  }
+
+  // The eviction kernel's revalidating commit for one ranked candidate
+  // (rules V1, V2, V4, V5). For a member, its whole group is the unit: the
+  // group lock, then every member exclusively in ascending key order (L2).
+  // Every member must still be kActive with an expired lease, no hard pin,
+  // no soft pin unless `allow_soft_pinned`, and no in-flight task; the
+  // candidate must still be routed as itself and still have
+  // `census_version`. Then, with the locks held, every member's charge is
+  // released (Q2), it is marked kRemoving and its payload moved to *out;
+  // after the member locks, each route slot is matched-unlinked and the
+  // group leaves the catalog. The removal callback runs after every lock.
+  // `expected_members` (0: any) is how many members the caller offered for
+  // offload; a group that has another count now is not evicted. Returns kOk
+  // (evicted, appended to *out), kAborted (changed or not evictable now: the
+  // caller moves on to later candidates), kNotFound (already gone),
+  // kUnavailable (shut down). Not for use inside a callback.
+  template <typename Directory>
+  static StatusCode EvictIfUnchanged(
+      Directory& dir, const typename Directory::Handle& candidate,
+      std::uint64_t census_version, bool allow_soft_pinned,
+      std::vector<EvictedObject<typename Directory::PayloadType>>* out,
+      std::size_t expected_members = 0) {
+    return dir.EvictIfUnchanged(candidate, census_version, allow_soft_pinned,
+                                out, expected_members);
+  }
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_DIRECTORY_DIRECTORY_HOOKS_H_
