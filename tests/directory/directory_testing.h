@@ -34,6 +34,16 @@ struct TestPayload {
   ObjectId last_writer = 0;
 };
 
+// Create options for an object of `bytes` (size and counted bytes alike),
+// a member of `group` if it is not empty.
+inline CreateOptions Sized(std::uint64_t bytes, std::string_view group = {}) {
+  CreateOptions o;
+  o.size_bytes = bytes;
+  o.counted_bytes = bytes;
+  o.group = group;
+  return o;
+}
+
 // One tag per route implementation: the library's epoch route, and the
 // locked reference that stays as the test oracle. The epoch route's unlinked
 // owners live on in a retired snapshot until a grace period passes (E1), so

@@ -42,14 +42,6 @@ using LoggedDir = GroupDirectory<LoggedPayload>;
 
 inline constexpr std::chrono::seconds kDeadlockBound{60};
 
-inline CreateOptions Sized(std::uint64_t bytes, std::string_view group = {}) {
-  CreateOptions o;
-  o.size_bytes = bytes;
-  o.counted_bytes = bytes;
-  o.group = group;
-  return o;
-}
-
 struct Fixture {
   explicit Fixture(std::size_t stripes = 256) {
     DirectoryOptions o;
@@ -89,9 +81,11 @@ struct Fixture {
   }
   std::uint64_t Version(std::string_view key) const {
     std::uint64_t version = 0;
-    EXPECT_TRUE(
-        dir->WithObject(key, [&](const ObjectView<LoggedPayload>& v) { version = v.version(); })
-            .ok());
+    EXPECT_TRUE(dir->WithObject(key,
+                                [&](const ObjectView<LoggedPayload>& v) {
+                                  version = v.version();
+                                })
+                    .ok());
     return version;
   }
 
@@ -114,15 +108,17 @@ inline void RunEveryLoggedMutation(Fixture& f, std::string_view tag) {
   ASSERT_TRUE(d.Create(single, Sized(10), LoggedPayload{"one"}).ok());
   ASSERT_TRUE(d.Create(Key(tag, 2), Sized(10, group), {"m2"}).ok());
   ASSERT_TRUE(d.Create(Key(tag, 3), Sized(10, group), {"m3"}).ok());
-  Result<ObjectHandle<LoggedPayload>> pending = d.CreatePending(Key(tag, 4), Sized(7), {"p"});
+  Result<ObjectHandle<LoggedPayload>> pending =
+      d.CreatePending(Key(tag, 4), Sized(7), {"p"});
   ASSERT_TRUE(pending.ok());
   ASSERT_TRUE(d.Commit(Key(tag, 4), pending->token()).ok());
   Result<ObjectHandle<LoggedPayload>> h = d.Pin(single);
   ASSERT_TRUE(h.ok());
   ASSERT_TRUE(d.BeginUpsert(single, h->token(), {20, 20}).ok());
-  ASSERT_TRUE(d.CommitUpsert(single, h->token(), [](ObjectAccess<LoggedPayload>& a) {
-                 a.payload().bytes = "two";
-               }).ok());
+  ASSERT_TRUE(
+      d.CommitUpsert(single, h->token(), [](ObjectAccess<LoggedPayload>& a) {
+         a.payload().bytes = "two";
+       }).ok());
   ASSERT_TRUE(d.Erase(single).ok());
   Result<ObjectHandle<LoggedPayload>> p4 = d.Pin(Key(tag, 4));
   ASSERT_TRUE(p4.ok());
@@ -132,7 +128,8 @@ inline void RunEveryLoggedMutation(Fixture& f, std::string_view tag) {
   Result<ObjectHandle<LoggedPayload>> victim = d.Pin(Key(tag, 5));
   ASSERT_TRUE(victim.ok());
   std::vector<EvictedObject<LoggedPayload>> out;
-  ASSERT_EQ(DirectoryHooks::EvictIfUnchanged(d, *victim, f.Version(Key(tag, 5)), false, &out),
+  ASSERT_EQ(DirectoryHooks::EvictIfUnchanged(d, *victim, f.Version(Key(tag, 5)),
+                                             false, &out),
             StatusCode::kOk);
 }
 

@@ -9,8 +9,8 @@
 #include <sys/resource.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <set>
 #include <string>
@@ -29,7 +29,6 @@
 
 namespace cairn {
 namespace {
-
 
 using Dir = GroupDirectory<LoggedPayload>;
 using Handle = ObjectHandle<LoggedPayload>;

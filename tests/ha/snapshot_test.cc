@@ -30,9 +30,10 @@
 
 #include "cairn/base/clock.h"
 #include "cairn/directory/group_directory.h"
-#include "cairn/tenant/tenant_registry.h"
 #include "cairn/epoch/epoch_domain.h"
+#include "cairn/tenant/tenant_registry.h"
 #include "directory/directory_testing.h"
+#include "testing/scratch_dir.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -48,40 +49,10 @@ using Registry = TenantRegistry<TestPayload>;
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(base != nullptr ? base : "/tmp") + "/cairn_snap_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp";
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-// Replaces the file by a new one: truncating a file in place makes ext4
-// flush it on close (auto_da_alloc), which costs milliseconds per call.
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::error_code ignored;
-  std::filesystem::remove(path, ignored);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using testing::ReadWholeFile;
+using testing::ScratchDir;
+using testing::Sized;
+using testing::WriteWholeFile;
 
 Status Encode(const TestPayload& p, std::string* out) {
   out->append(reinterpret_cast<const char*>(&p.value), sizeof(p.value));
@@ -104,14 +75,6 @@ TestPayload Payload(std::int64_t value, std::uint64_t stamp) {
   p.value = value;
   p.stamp = stamp;
   return p;
-}
-
-CreateOptions Sized(std::uint64_t size, std::string_view group = {}) {
-  CreateOptions o;
-  o.size_bytes = size;
-  o.counted_bytes = size;
-  o.group = group;
-  return o;
 }
 
 // Everything a test compares about one restored object.
@@ -423,14 +386,14 @@ std::string SmallSnapshot(const ScratchDir& scratch, ManualClock* clock) {
   }
   const std::string path = scratch.File("good");
   EXPECT_TRUE(WriteSnapshot(dir, path, Encode).ok());
-  return ReadFile(path);
+  return ReadWholeFile(path);
 }
 
 // Restores `bytes` into a directory charged to `quota`; the status.
 Status TryRestore(const ScratchDir& scratch, const std::string& bytes,
                   ManualClock* clock, QuotaAccount* quota) {
   const std::string path = scratch.File("bad");
-  WriteFile(path, bytes);
+  WriteWholeFile(path, bytes);
   auto copy =
       RestoreSnapshot<TestPayload>(path, Decode, WithClock(clock, quota));
   if (copy.ok()) return Status::Ok();
@@ -520,7 +483,8 @@ TEST(SnapshotTest, H2WellChecksummedFileWithBadStructureIsDataLoss) {
   ManualClock clock;
   auto restore = [&](const Records& records) {
     const auto bytes = directory_internal::FrameSnapshotForTest(records);
-    WriteFile(scratch.File("framed"), std::string(bytes.begin(), bytes.end()));
+    WriteWholeFile(scratch.File("framed"),
+                   std::string(bytes.begin(), bytes.end()));
     auto copy = RestoreSnapshot<EmptyPayload>(scratch.File("framed"), nullptr,
                                               WithClock(&clock));
     return copy.ok() ? Status::Ok() : copy.status();
@@ -591,7 +555,8 @@ TEST(SnapshotTest, H2HugeStoredLeaseIsClampedInsteadOfOverflowing) {
       {T::kTenantEnd, EndBody(0, 1)}};
   const auto bytes = directory_internal::FrameSnapshotForTest(records);
   ScratchDir scratch;
-  WriteFile(scratch.File("framed"), std::string(bytes.begin(), bytes.end()));
+  WriteWholeFile(scratch.File("framed"),
+                 std::string(bytes.begin(), bytes.end()));
   ManualClock clock;
   auto copy = RestoreSnapshot<EmptyPayload>(scratch.File("framed"), nullptr,
                                             WithClock(&clock));
@@ -642,7 +607,7 @@ TEST(SnapshotTest, H2RestoreOverTheQuotaFailsWithTheDeficitAndLoadsNothing) {
   QuotaAccount roomy;
   DirectoryOptions small = WithClock(&clock, &roomy);
   small.max_key_bytes = 1;
-  WriteFile(scratch.File("bad"), good);
+  WriteWholeFile(scratch.File("bad"), good);
   auto refused =
       RestoreSnapshot<TestPayload>(scratch.File("bad"), Decode, small);
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
@@ -705,13 +670,13 @@ TEST(SnapshotTest, BadArgumentsAreRejectedWithNoFileLeftBehind) {
             StatusCode::kNotFound);
   // An encoder error stops the snapshot; an older file stays as it was.
   ASSERT_TRUE(WriteSnapshot(dir, scratch.File("s"), Encode).ok());
-  const std::string before = ReadFile(scratch.File("s"));
+  const std::string before = ReadWholeFile(scratch.File("s"));
   auto failing = [](const TestPayload&, std::string*) {
     return AbortedError("host refused");
   };
   EXPECT_EQ(WriteSnapshot(dir, scratch.File("s"), failing).code(),
             StatusCode::kAborted);
-  EXPECT_EQ(ReadFile(scratch.File("s")), before);
+  EXPECT_EQ(ReadWholeFile(scratch.File("s")), before);
   EXPECT_FALSE(std::filesystem::exists(scratch.File("s.tmp")));
   // Restores: no such file, no decoder, a decoder error.
   EXPECT_EQ(RestoreSnapshot<TestPayload>(scratch.File("none"), Decode)

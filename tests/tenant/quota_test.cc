@@ -24,18 +24,11 @@ namespace cairn {
 namespace {
 
 using testing::Key;
+using testing::Sized;
 using testing::TestPayload;
 using Dir = GroupDirectory<TestPayload>;
 using View = ObjectView<TestPayload>;
 using Access = ObjectAccess<TestPayload>;
-
-CreateOptions Counted(std::uint64_t bytes, std::string_view group = {}) {
-  CreateOptions o;
-  o.size_bytes = bytes;
-  o.counted_bytes = bytes;
-  o.group = group;
-  return o;
-}
 
 struct Fixture {
   explicit Fixture(std::uint64_t limit) : quota(limit) {
@@ -123,7 +116,7 @@ TEST(QuotaTest, Q2LedgerMismatchReturnsErrorAndMutatesNothing) {
   // In a directory: the host drained the account behind its back, so an
   // erase finds the ledger out of step; it fails and the object stays.
   Fixture f(1000);
-  ASSERT_TRUE(f.dir->Create("k", Counted(40)).ok());
+  ASSERT_TRUE(f.dir->Create("k", Sized(40)).ok());
   ASSERT_TRUE(f.quota.Release(30).ok());
   EXPECT_EQ(f.dir->Erase("k").code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(f.dir->Pin("k").ok());
@@ -145,22 +138,20 @@ TEST(QuotaTest, Q2ChargedBytesEqualLiveObjectsAcrossEveryPath) {
     EXPECT_TRUE(s.ok());
     return sum;
   };
-  ASSERT_TRUE(f.dir->Create("a", Counted(100)).ok());
-  ASSERT_TRUE(f.dir->Create("g1", Counted(50, "g")).ok());
-  ASSERT_TRUE(f.dir->Create("g2", Counted(50, "g")).ok());
+  ASSERT_TRUE(f.dir->Create("a", Sized(100)).ok());
+  ASSERT_TRUE(f.dir->Create("g1", Sized(50, "g")).ok());
+  ASSERT_TRUE(f.dir->Create("g2", Sized(50, "g")).ok());
   EXPECT_EQ(f.quota.charged(), 200u);
   EXPECT_EQ(live_sum(), 200u);
   // Failure paths refund: an existing key, an over-quota create.
-  EXPECT_EQ(f.dir->Create("a", Counted(100)).status().code(),
+  EXPECT_EQ(f.dir->Create("a", Sized(100)).status().code(),
             StatusCode::kAlreadyExists);
-  EXPECT_EQ(f.dir->Create("big", Counted(900)).status().code(),
+  EXPECT_EQ(f.dir->Create("big", Sized(900)).status().code(),
             StatusCode::kResourceExhausted);
   EXPECT_EQ(f.quota.charged(), 200u);
   // Pending puts count while pending; commit keeps, abort refunds.
-  Result<ObjectHandle<TestPayload>> p1 =
-      f.dir->CreatePending("p1", Counted(30));
-  Result<ObjectHandle<TestPayload>> p2 =
-      f.dir->CreatePending("p2", Counted(20));
+  Result<ObjectHandle<TestPayload>> p1 = f.dir->CreatePending("p1", Sized(30));
+  Result<ObjectHandle<TestPayload>> p2 = f.dir->CreatePending("p2", Sized(20));
   ASSERT_TRUE(p1.ok() && p2.ok());
   EXPECT_EQ(f.quota.charged(), 250u);
   ASSERT_TRUE(f.dir->Commit("p1", p1.value().token()).ok());
@@ -187,7 +178,7 @@ TEST(QuotaTest, Q2ChargedBytesEqualLiveObjectsAcrossEveryPath) {
 TEST(QuotaTest, Q3QuotaCallsTakeNoRegistryDirectoryOrRouteLock) {
   TenantRegistry<TestPayload> registry;
   auto& tenant = *registry.default_tenant();
-  ASSERT_TRUE(tenant.directory().Create("k", Counted(5)).ok());
+  ASSERT_TRUE(tenant.directory().Create("k", Sized(5)).ok());
   // Under the registry's read guard, and under the object's exclusive lock
   // (where the directory itself releases charges), the account still
   // answers: it needs no lock any of them holds.
@@ -214,7 +205,7 @@ TEST(QuotaTest, Q3QuotaCallsTakeNoRegistryDirectoryOrRouteLock) {
 TEST(TwoPhasePutTest, PendingPutIsInvisibleUntilCommit) {
   Fixture f(1000);
   Result<ObjectHandle<TestPayload>> p =
-      f.dir->CreatePending("k", Counted(10), TestPayload{5, 10, 0});
+      f.dir->CreatePending("k", Sized(10), TestPayload{5, 10, 0});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(f.dir->WithObject("k", [](const View&) {}).code(),
             StatusCode::kNotFound);
@@ -237,7 +228,7 @@ TEST(TwoPhasePutTest, PendingPutIsInvisibleUntilCommit) {
 TEST(TwoPhasePutTest, AbortRefundsAndEmitsRemovalOnce) {
   Fixture f(1000);
   Result<ObjectHandle<TestPayload>> p =
-      f.dir->CreatePending("m", Counted(30, "grp"));
+      f.dir->CreatePending("m", Sized(30, "grp"));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(f.quota.charged(), 30u);
   ASSERT_TRUE(f.dir->Abort("m", p.value().token()).ok());
@@ -248,12 +239,12 @@ TEST(TwoPhasePutTest, AbortRefundsAndEmitsRemovalOnce) {
   EXPECT_EQ(f.removed.size(), 1u);
   // The emptied group left the catalog; the key is free again.
   EXPECT_EQ(f.dir->FindGroup("grp").status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(f.dir->Create("m", Counted(30)).ok());
+  EXPECT_TRUE(f.dir->Create("m", Sized(30)).ok());
 }
 
 TEST(TwoPhasePutTest, CommitOrAbortOfWrongStateOrInstanceIsRejected) {
   Fixture f(1000);
-  Result<ObjectHandle<TestPayload>> p = f.dir->CreatePending("k", Counted(10));
+  Result<ObjectHandle<TestPayload>> p = f.dir->CreatePending("k", Sized(10));
   ASSERT_TRUE(p.ok());
   const ObjectToken tok = p.value().token();
   ObjectToken other = tok;
@@ -273,7 +264,7 @@ TEST(TwoPhasePutTest, CommitOrAbortOfWrongStateOrInstanceIsRejected) {
   EXPECT_TRUE(f.removed.empty());
   // Quota exceeded on the first phase: nothing routed, deficit reported.
   Result<ObjectHandle<TestPayload>> big =
-      f.dir->CreatePending("big", Counted(995));
+      f.dir->CreatePending("big", Sized(995));
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(big.status().message().find("deficit 5 bytes"),
             std::string_view::npos);
@@ -284,14 +275,14 @@ TEST(TwoPhasePutTest, CommitOrAbortOfWrongStateOrInstanceIsRejected) {
 TEST(TwoPhasePutTest, UncommittedPutsAndUpsertsAreReapedAfterTimeout) {
   Fixture f(1000);
   Result<ObjectHandle<TestPayload>> old =
-      f.dir->CreatePending("old", Counted(10));
+      f.dir->CreatePending("old", Sized(10));
   ASSERT_TRUE(old.ok());
-  ASSERT_TRUE(f.dir->Create("u", Counted(10)).ok());
+  ASSERT_TRUE(f.dir->Create("u", Sized(10)).ok());
   const ObjectToken u = f.dir->Pin("u").value().token();
   ASSERT_TRUE(f.dir->BeginUpsert("u", u, {20, 20}).ok());
   f.clock.Advance(std::chrono::seconds(6));
   Result<ObjectHandle<TestPayload>> young =
-      f.dir->CreatePending("young", Counted(10));
+      f.dir->CreatePending("young", Sized(10));
   ASSERT_TRUE(young.ok());
   EXPECT_EQ(f.quota.charged(), 50u);
   EXPECT_EQ(f.dir->ReapPendingPuts(), 0u);
@@ -316,7 +307,7 @@ TEST(TwoPhasePutTest, UncommittedPutsAndUpsertsAreReapedAfterTimeout) {
 
 TEST(TwoPhasePutTest, UpsertKeepsCommittedStateVisibleUntilCommit) {
   Fixture f(1000);
-  ASSERT_TRUE(f.dir->Create("k", Counted(10), TestPayload{1, 10, 0}).ok());
+  ASSERT_TRUE(f.dir->Create("k", Sized(10), TestPayload{1, 10, 0}).ok());
   const ObjectToken tok = f.dir->Pin("k").value().token();
   std::uint64_t v0 = 0;
   ASSERT_TRUE(
@@ -363,7 +354,7 @@ TEST(TwoPhasePutTest, UpsertKeepsCommittedStateVisibleUntilCommit) {
             StatusCode::kFailedPrecondition);
   // A stale token never stages on a recreated instance (D5).
   ASSERT_TRUE(f.dir->Erase("k").ok());
-  ASSERT_TRUE(f.dir->Create("k", Counted(10)).ok());
+  ASSERT_TRUE(f.dir->Create("k", Sized(10)).ok());
   EXPECT_EQ(f.dir->BeginUpsert("k", tok, {1, 1}).code(), StatusCode::kNotFound);
   EXPECT_EQ(f.quota.charged(), 10u);
 }
@@ -372,7 +363,7 @@ TEST(TwoPhasePutTest, UnknownTenantIsRejected) {
   TenantRegistry<TestPayload> registry;
   EXPECT_EQ(registry.Find("nobody").status().code(), StatusCode::kNotFound);
   Fixture f(100);
-  Result<ObjectHandle<TestPayload>> p = f.dir->CreatePending("k", Counted(1));
+  Result<ObjectHandle<TestPayload>> p = f.dir->CreatePending("k", Sized(1));
   ASSERT_TRUE(p.ok());
   // A token of another tenant instance names nothing here.
   ObjectToken foreign = p.value().token();

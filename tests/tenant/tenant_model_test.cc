@@ -282,11 +282,11 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
     ASSERT_EQ(quota.charged(), charged_in_model());
     std::uint64_t visible = 0;
     std::size_t active = 0;
-    ASSERT_TRUE(DirectoryHooks::Census(dir, [&](const Handle&, const ObjectMetadata& m) {
-                     visible += m.counted_bytes;
-                     ++active;
-                   })
-                    .ok());
+    ASSERT_TRUE(DirectoryHooks::Census(dir, [&](const Handle&,
+                                                const ObjectMetadata& m) {
+                  visible += m.counted_bytes;
+                  ++active;
+                }).ok());
     std::uint64_t model_visible = 0;
     std::size_t model_active = 0;
     for (auto& [j, m] : model) {
@@ -453,10 +453,10 @@ TEST(TenantStressTest, EvictionForegroundBatchesAndChurnTogether) {
   EXPECT_EQ(v1_violations.load(), 0);
   EXPECT_EQ(torn.load(), 0);
   std::uint64_t live = 0;
-  ASSERT_TRUE(DirectoryHooks::Census(dir, [&](const Handle&, const ObjectMetadata& m) {
-                   live += m.counted_bytes;
-                 })
-                  .ok());
+  ASSERT_TRUE(
+      DirectoryHooks::Census(dir, [&](const Handle&, const ObjectMetadata& m) {
+        live += m.counted_bytes;
+      }).ok());
   EXPECT_EQ(quota.charged(), live);  // Q2 at quiescence
   EXPECT_GT(evicted_total.load(), 0);
 }
