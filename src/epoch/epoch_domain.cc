@@ -213,7 +213,8 @@ class DomainCore {
   std::uint64_t registered() const {
     return registered_.load(std::memory_order_relaxed);
   }
-  // Registered participants the host created itself (E10 counts these).
+  // Registered participants the host created itself, the ones the lifetime
+  // check counts (E10).
   std::uint64_t explicit_registered() const {
     return registered() - implicit_registered_.load(std::memory_order_relaxed);
   }

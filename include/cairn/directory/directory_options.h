@@ -63,11 +63,11 @@ struct DirectoryOptions {
   // A two-phase put or upsert not committed within this time is aborted by
   // ReapPendingPuts(); 0: never reaped.
   std::chrono::nanoseconds pending_put_timeout{0};
-  // H1 (docs/durable_log.md): every change a reader can see (create, commit,
-  // upsert, erase, group erase, eviction) is reserved in this log before
-  // any directory lock and appended under the object lock before it becomes
-  // visible; a failed reservation or append changes nothing. Null: no log
-  // (one null test per mutation). Must outlive the directory.
+  // Durable log (H1, docs/durable_log.md): every change a reader can see
+  // (create, commit, upsert, erase, group erase, eviction) is reserved in this
+  // log before any directory lock and appended under the object lock before it
+  // becomes visible; a failed reservation or append changes nothing. Null: no
+  // log (one null test per mutation). Must outlive the directory.
   DurableLog* durable_log = nullptr;
 };
 
@@ -94,7 +94,7 @@ struct CreateOptions {
   // member is routed (D8).
   std::chrono::nanoseconds lease_ttl{0};
   std::chrono::nanoseconds soft_pin_ttl{0};
-  bool hard_pin = false;  // P3: set only here
+  bool hard_pin = false;  // Hard pins are set only at create (P3)
 };
 
 struct EraseOptions {

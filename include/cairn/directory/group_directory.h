@@ -132,7 +132,7 @@ class GroupDirectory {
     return CreateImpl(key, options, std::move(payload), /*pending=*/false);
   }
 
-  // ---- two-phase puts and upserts (Q1-Q3, docs/tenants.md) -----------------
+  // ---- two-phase puts and upserts, charged to quota (Q1-Q3, docs/tenants.md)
 
   // The first phase of a put: as Create, but the object is routed in
   // kCreating (no lookup returns it, D6) with its counted bytes charged as
@@ -160,9 +160,8 @@ class GroupDirectory {
       return NotFoundError();
     }
     Entry* e = owner.get();
-    LogStep log(
-        options_.durable_log,
-        options_.tenant_instance);  // H1: reserved before the object lock
+    // Durable log (H1): reserved before the object lock.
+    LogStep log(options_.durable_log, options_.tenant_instance);
     if (Status s = log.Reserve(key, e); !s.ok()) return s;
     {
       WriterLock lock(&e->mu_);
@@ -315,7 +314,7 @@ class GroupDirectory {
     return reaped;
   }
 
-  // ---- lookups (D1, D6) ----------------------------------------------------
+  // ---- lookups: under the object lock, kActive only (D1, D6) ---------------
 
   // Runs fn(View&) with the object's lock held shared and its lifecycle
   // validated as kActive; grants read_lease_ttl first if configured. Returns
@@ -435,8 +434,7 @@ class GroupDirectory {
     return GroupHandleType(it->second);
   }
 
-  // ---- erase (D4, D6, L3)
-  // ----------------------------------------------------
+  // ---- erase: matched unlink, removed once, callbacks off-lock (D4, D6, L3)
 
   // Erases the object routed under `key`: mark kRemoving under the object
   // lock, release it, matched-unlink the route, then (off-lock) run the
@@ -453,8 +451,9 @@ class GroupDirectory {
   // VisitHandles.
   Status Erase(std::string_view key, EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
+    // Durable log (H1): reserved before any lock.
     LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;  // H1
+    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
     return EraseRouted(key, options, Lifecycle::kActive,
                        std::numeric_limits<std::int64_t>::max(), &log,
                        [](const Entry&) { return true; });
@@ -474,8 +473,9 @@ class GroupDirectory {
                       EraseOptions options = {}) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (entry == nullptr) return InvalidArgumentError();
+    // Durable log (H1): reserved before any lock.
     LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;  // H1
+    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
     return EraseRouted(key, options, Lifecycle::kActive,
                        std::numeric_limits<std::int64_t>::max(), &log,
                        [&](const Entry& routed) {
@@ -483,20 +483,18 @@ class GroupDirectory {
                        });
   }
 
-  // Erases every member of the named group, all or none. Locks the group,
-  // then every member exclusively in ascending key order, checks them all
-  // (P4 unless force), marks them all kRemoving, releases the members,
-  // unlinks each route slot, retires the group from the catalog, releases
-  // the group, and only then runs the removal callbacks. Errors, no state
-  // change: kNotFound (no such group, or already torn down),
+  // Erases every member of the named group, all or none. Locks the group, then
+  // every member exclusively in ascending key order, checks them all (no
+  // unexpired lease unless force, P4), marks them all kRemoving, releases the
+  // members, unlinks each route slot, retires the group from the catalog,
+  // releases the group, and only then runs the removal callbacks. Errors, no
+  // state change: kNotFound (no such group, or already torn down),
   // kFailedPrecondition (group lease unexpired and !force), kInvalidArgument,
   // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
   Status EraseGroup(std::string_view name, EraseOptions options = {}) {
     if (Status s = CheckCall(name); !s.ok()) return s;
-    LogStep log(
-        options_.durable_log,
-        options_
-            .tenant_instance);  // H1: reserved before the catalog and the group
+    // Durable log (H1): reserved before the catalog and the group.
+    LogStep log(options_.durable_log, options_.tenant_instance);
     if (Status s = log.Reserve(name, nullptr); !s.ok()) return s;
     RetryPendingUnlinks();
     std::shared_ptr<Group> group;
@@ -528,14 +526,15 @@ class GroupDirectory {
       const bool leased =
           !options.force && group->lease_deadline_.load(
                                 std::memory_order_relaxed) > clock_->NowNanos();
-      // H1: one record names every member, appended before anything moves.
+      // Durable log (H1): one record names every member, appended before
+      // anything moves.
       Status appended;
       if (!leased) {
         appended =
             log.AppendGroup(DurableOp::kEraseGroup, group.get(), members);
       }
-      // Q2: the members' charges leave the account in one release, or the
-      // group stays as it was.
+      // Quota ledger (Q2): the members' charges leave the account in one
+      // release, or the group stays as it was.
       bool mismatch = false;
       if (!leased && appended.ok()) {
         std::uint64_t charged = 0;
@@ -909,7 +908,7 @@ class GroupDirectory {
     return Status::Ok();
   }
 
-  // ---- eviction revalidation (V2, V4, P3, P4) ----
+  // ---- eviction: skip changed, busy, pinned, leased (V2, V4, P3, P4) ----
 
   // Caller holds e's lock exclusively.
   bool Evictable(const Entry* e, std::int64_t now,
@@ -972,8 +971,9 @@ class GroupDirectory {
                           : directory_internal::Ledger::kCommitted;
     init.pending_since_nanos = now;
 
-    // H1: reserved before the charge and any lock, the payload encoded here
-    // (off-lock); a pending put is invisible and logs at Commit instead.
+    // Durable log (H1): reserved before the charge and any lock, the payload
+    // encoded here (off-lock); a pending put is invisible and logs at Commit
+    // instead.
     LogStep log(options_.durable_log,
                 options_.tenant_instance);  // cancels on every failure return,
                                             // after the locks
@@ -988,7 +988,8 @@ class GroupDirectory {
         return s;
       }
     }
-    // Q1/Q3: charged first, lock-free, and refunded if the create fails.
+    // Quota (Q1, Q3): charged first, lock-free, and refunded if the create
+    // fails.
     if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
     RetryPendingUnlinks();
     // Retire budget first, with no lock held: waiting for it may run
@@ -1037,8 +1038,8 @@ class GroupDirectory {
       init.id = NextObjectId();
       Owner owner =
           std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
-      // H1: the record is appended under the new entry's lock before the
-      // entry is routed; a failed append publishes nothing.
+      // Durable log (H1): the record is appended under the new entry's lock
+      // before the entry is routed; a failed append publishes nothing.
       Status s = pending ? Status::Ok()
                          : ActivateLogged(owner.get(), log, payload_bytes);
       // The stripe serialises creates of this key, so only a route error
@@ -1070,9 +1071,9 @@ class GroupDirectory {
       Owner owner(group, entry);  // aliasing: keeps the group alive
       Status s =
           pending ? Status::Ok() : ActivateLogged(entry, log, payload_bytes);
-      // D8: the group and its lease are wired before the member is routed;
-      // H1: only after its record is appended, so a refused append leaves
-      // the group's lease as it was.
+      // The group and its lease are wired before the member is routed (D8),
+      // but only after its record is appended (H1), so a refused append
+      // leaves the group's lease as it was.
       if (s.ok() && lease != 0) {
         directory_internal::AtomicMax(group->lease_deadline_, lease);
       }
@@ -1080,8 +1081,8 @@ class GroupDirectory {
       if (!s.ok()) {
         // Never routed, so nobody else saw it: drop it again. A group this
         // create made is torn down with it. A lease it granted the group
-        // stays (P1: a deadline never moves earlier, and other members'
-        // readers may already have observed it).
+        // stays: a lease deadline never moves earlier (P1), and other
+        // members' readers may already have observed it.
         owner.reset();
         group->RemoveMember(entry);
         unpublished = std::move(group->entries_.back());
@@ -1206,9 +1207,8 @@ class GroupDirectory {
     if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
     Entry* c = candidate.get();
     Group* group = c->group();
-    LogStep log(options_.durable_log,
-                options_.tenant_instance);  // H1: reserved before the group and
-                                            // object locks
+    // Durable log (H1): reserved before the group and object locks.
+    LogStep log(options_.durable_log, options_.tenant_instance);
     if (Status s = log.Reserve(c->key(), c); !s.ok()) return s.code();
     const std::int64_t now = clock_->NowNanos();
     std::vector<Removal> removals;
@@ -1270,7 +1270,7 @@ class GroupDirectory {
         UnlockObject(*it);
       }
       if (!ok) return StatusCode::kAborted;
-      // V1: the whole group leaves together.
+      // A group is evicted whole (V1): all its members leave together.
       group->SetLifecycle(Lifecycle::kRemoving);
       for (Removal& r : removals) Unlink(r.owner, &none);
       group->live_.clear();
@@ -1291,9 +1291,8 @@ class GroupDirectory {
                             LogPayload payload, std::string_view given,
                             Fn&& fn) {
     if (Status s = CheckCall(key); !s.ok()) return s;
-    LogStep log(
-        options_.durable_log,
-        options_.tenant_instance);  // H1: reserved before the object lock
+    // Durable log (H1): reserved before the object lock.
+    LogStep log(options_.durable_log, options_.tenant_instance);
     if (Status s = log.Reserve(key, nullptr, given.size()); !s.ok()) {
       return s;
     }
@@ -1384,9 +1383,9 @@ class GroupDirectory {
     ledger.upsert_pending = false;
     ledger.pending = 0;
   }
-  // Releases e's whole charge exactly once (the ledger then says released,
-  // D6). A mismatch (the account holds less) changes nothing (Q2). Caller
-  // holds e's lock exclusively.
+  // Releases e's whole charge exactly once, as a removal is emitted once (D6):
+  // the ledger then says released. A mismatch (the account holds less) changes
+  // nothing (Q2). Caller holds e's lock exclusively.
   Status ReleaseLedger(Entry* e) {
     e->mu_.AssertHeld();
     if (!RefundQuota(ChargedBytes(e)).ok()) {

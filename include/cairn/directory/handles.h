@@ -16,8 +16,9 @@
 // the object's lock is held, shared or exclusive. Neither can be copied or
 // moved, so the lock scope cannot be smuggled out of the callback (D1).
 // ObjectView (shared lock) reads the envelope and the payload and may grant a
-// lease (an atomic max, P1/P2). ObjectAccess (exclusive lock) also changes the
-// envelope and the payload; every envelope change bumps the version.
+// lease: an atomic max that never moves it earlier (P1), the group's lease for
+// a member (P2). ObjectAccess (exclusive lock) also changes the envelope and
+// the payload; every envelope change bumps the version.
 //
 // Thread safety: handles are values (copy = shared_ptr copy: one atomic
 // increment on the control block). Access objects exist only inside a
@@ -169,10 +170,10 @@ class ObjectView {
     return entry_.payload_;
   }
 
-  // P1: deadline = max(current, now + ttl); for a member the group's single
-  // lease moves (P2). Never touches the soft pin (P3). Returns the effective
-  // deadline. An atomic max on this object's (or its group's) line: no other
-  // shared write.
+  // A lease never moves earlier (P1): deadline = max(current, now + ttl); for a
+  // member the group's single lease moves (P2). Never touches the soft pin
+  // (P3). Returns the effective deadline. An atomic max on this object's (or
+  // its group's) line: no other shared write.
   std::int64_t GrantLease(std::chrono::nanoseconds ttl) const noexcept {
     const std::int64_t target = clock_->NowNanos() + ttl.count();
     std::atomic<std::int64_t>& cell = LeaseCell();

@@ -16,7 +16,7 @@
 // GroupDirectory callback, through ObjectView (shared lock) or ObjectAccess
 // (exclusive lock), see handles.h. lifecycle_hint() is an acquire load of a
 // value written under the exclusive lock; outside a callback it is only a
-// hint (D2: a handle keeps memory alive, not validity).
+// hint, as a handle keeps memory alive, not validity (D2).
 
 #ifndef CAIRN_DIRECTORY_OBJECT_ENTRY_H_
 #define CAIRN_DIRECTORY_OBJECT_ENTRY_H_

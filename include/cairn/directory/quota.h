@@ -36,7 +36,8 @@ class QuotaAccount {
   QuotaAccount(const QuotaAccount&) = delete;
   QuotaAccount& operator=(const QuotaAccount&) = delete;
 
-  // Q1: adds `bytes` if admission is open and charged + bytes <= limit.
+  // A charge never passes the limit (Q1): adds `bytes` if admission is open
+  // and charged + bytes <= limit.
   // Errors, nothing charged: kResourceExhausted "quota exceeded: deficit N
   // bytes" (N = charged + bytes - limit, also stored in *deficit when not
   // null), kResourceExhausted "admission closed", kInvalidArgument if the

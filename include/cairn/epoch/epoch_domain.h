@@ -230,7 +230,8 @@ class EpochDomain {
   explicit EpochDomain(EpochOptions options = {});
   EpochDomain(const EpochDomain&) = delete;
   EpochDomain& operator=(const EpochDomain&) = delete;
-  // Shutdown(reclaim_deadline), then E10 checks; see the file comment.
+  // Shutdown(reclaim_deadline), then reports participants still registered
+  // (E10); see the file comment.
   ~EpochDomain();
 
   // Takes a free slot (reusing one a departed participant left, E9) or adds
@@ -245,8 +246,9 @@ class EpochDomain {
   // copies of cairn in one process) on top of Enter(), and neither
   // allocates nor locks; the first call on a thread locks the registry and
   // allocates.
-  // Implicit participants are not an E10 error at domain destruction, and
-  // they keep working (with nothing to protect) after Shutdown().
+  // Implicit participants are not reported as a lifetime error (E10) at domain
+  // destruction, and they keep working (with nothing to protect) after
+  // Shutdown().
   Guard EnterOnThisThread() noexcept {
     epoch_internal::ThreadLast& last = epoch_internal::thread_last;
     if (!last.Matches(read_side_)) BindThisThread();

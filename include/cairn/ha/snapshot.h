@@ -253,8 +253,8 @@ Result<TenantRestorePlan<Payload>> PlanTenantRestore(
             "snapshot key longer than the directory's max_key_bytes");
       }
       clash = clash || keys.contains(o.key);
-      // Group lease = max member deadline: every member of a group stores
-      // the lease it saw; the latest one wins (P1: it only moves later).
+      // Group lease = max member deadline: every member of a group stores the
+      // lease it saw; the latest one wins, as a lease only moves later (P1).
       lease = std::max(lease, o.lease_ttl_nanos);
     }
     // A key repeated inside the unit: one hash set, linear in its members.

@@ -593,9 +593,9 @@ class ObjectRouteIndex {
   // for below) if it covers the write; the replacement is dropped unseen if
   // neither has room.
   // Without room: a locked write refuses at once; an unlocked one drops the
-  // stripe and the guard, waits in Reserve() (which may run deleters, i.e.
-  // host code, so never under a cairn lock: L3) and starts over, a bounded
-  // number of times.
+  // stripe and the guard, waits in Reserve() and starts over, a bounded
+  // number of times. Reserve() may run deleters, which are host code, so it
+  // never runs under a cairn lock (L3).
   template <typename Check, typename Build>
   Status Write(std::uint64_t hash, WriteBudget* locked, Check&& check,
                Build&& build) {

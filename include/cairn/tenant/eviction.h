@@ -92,8 +92,8 @@ struct EvictionResult {
   // Evictable candidates the census found (after group dedupe and census
   // filters), summed over census rounds.
   std::size_t candidates = 0;
-  // Of those, the ones the bounded ranking kept (V3 order among them is
-  // exact): about what covers the goal twice over, at least
+  // Of those, the ones the bounded ranking kept, in exact eviction order
+  // (V3): about what covers the goal twice over, at least
   // Evictor::kMinRanked per pass, whatever the directory's size.
   std::size_t ranked = 0;
   std::size_t census_rounds = 0;
@@ -119,10 +119,10 @@ class Evictor {
   enum class Measure : std::uint8_t { kSizeBytes, kCountedBytes };
 
   struct Options {
-    // V3: soft-pinned objects may be evicted in a second pass.
+    // Soft-pinned objects may be evicted, in a second pass (V3).
     bool allow_soft_pinned = false;
-    // V4: with an offload hook, a refused hand-off keeps the object unless
-    // force_evict is set.
+    // With an offload hook, a refused hand-off keeps the object unless
+    // force_evict is set (V4).
     bool force_evict = false;
     // Offered each candidate (every member of a group) before its commit,
     // with no lock held; true: the host took the data. Null: no offload.
@@ -256,8 +256,8 @@ class Evictor {
     std::vector<Handle> members;  // a group's members seen by the census
   };
 
-  // V3 order: earliest lease deadline first; ties: the larger first, so
-  // fewer commits reach the goal.
+  // Eviction order (V3): earliest lease deadline first; ties: the larger first,
+  // so fewer commits reach the goal.
   static bool RanksBefore(std::int64_t lease_a, std::uint64_t bytes_a,
                           std::int64_t lease_b, std::uint64_t bytes_b) {
     if (lease_a != lease_b) return lease_a < lease_b;
@@ -458,7 +458,8 @@ class Evictor {
     }
   }
 
-  // V4: offers the candidate (a group's every live member) for offload.
+  // Offload hand-off (V4): offers the candidate (a group's every live
+  // member) for offload.
   // False: keep it (refused and not force_evict).
   bool HandOff(const Candidate& c, EvictionResult* result) {
     bool accepted = true;

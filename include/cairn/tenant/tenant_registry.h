@@ -6,16 +6,17 @@
 //
 // Two epoch domains, both owned here unless the host passes its own route
 // domain:
-//   - the registry's own domain protects the snapshots (E6: a reader stalled
-//     in it never delays route reclamation, and the other way round);
+//   - the registry's own domain protects the snapshots, so a reader stalled
+//     in it never delays route reclamation, and the other way round (E6);
 //   - one route domain shared by every tenant's route (the RFC's
 //     process-wide route domain), so a thread that alternates between
 //     tenants keeps one participant for all of them.
 //
-// T1: GetOrCreate runs the factory once per (name, instance) however many
-// callers race; every racer gets the same handle, and the tenant (quota
-// bound to its directory) is fully built before the snapshot that names it
-// is published. T2: Remove(name, instance) takes the tenant out of later
+// One factory run per tenant (T1): GetOrCreate runs the factory once per
+// (name, instance) however many callers race; every racer gets the same
+// handle, and the tenant (quota bound to its directory) is fully built
+// before the snapshot that names it is published. Removal makes a fresh
+// instance (T2): Remove(name, instance) takes the tenant out of later
 // snapshots; handles already held stay valid (shared ownership), a later
 // GetOrCreate makes a new instance with a new TenantInstanceId, and
 // instances never share objects. Empty tenants are never removed by the
@@ -193,13 +194,13 @@ class TenantRegistry {
     return Status::Ok();
   }
 
-  // T1: the tenant named `name`, created by `factory` if absent. Exactly one
-  // caller runs the factory per created instance; racers wait for it and
-  // get the same handle (or its error). The tenant is fully built before
-  // the snapshot naming it is published. Errors: kInvalidArgument (empty or
-  // too long name, null factory), the factory's error, kResourceExhausted
-  // (the registry domain stayed full). Allocates; may block behind a racing
-  // creation of the same name. Not for use inside WithTenant.
+  // The tenant named `name`, created by `factory` if absent. Exactly one caller
+  // runs the factory per created instance (T1); racers wait for it and get the
+  // same handle (or its error). The tenant is fully built before the snapshot
+  // naming it is published. Errors: kInvalidArgument (empty or too long name,
+  // null factory), the factory's error, kResourceExhausted (the registry domain
+  // stayed full). Allocates; may block behind a racing creation of the same
+  // name. Not for use inside WithTenant.
   Result<Handle> GetOrCreate(std::string_view name, const Factory& factory) {
     if (name.empty() || name.size() > options_.max_name_bytes) {
       return InvalidArgumentError("bad tenant name");
@@ -239,7 +240,7 @@ class TenantRegistry {
     return outcome.tenant;
   }
 
-  // T2: removes the tenant `name` if it is still the instance `instance`.
+  // Removes the tenant `name` if it is still the instance `instance` (T2).
   // Held handles stay valid; its quota account is closed to new charges
   // (releases still work). Errors, no change: kNotFound (no such tenant, or
   // another instance), kFailedPrecondition (the default tenant),

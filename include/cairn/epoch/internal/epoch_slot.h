@@ -84,7 +84,7 @@ struct ThreadLast {
 inline thread_local ThreadLast thread_last;
 
 inline void EnterSlot(const ReadSide& read_side, Slot* slot) noexcept {
-  if (slot->nesting++ != 0) return;  // E8: nested enter publishes nothing
+  if (slot->nesting++ != 0) return;  // a nested enter publishes nothing (E8)
   // A stale epoch here is only conservative: it blocks the advance. Acquire
   // keeps the guarded loads after this one on weakly ordered CPUs: were one
   // performed earlier it could read a pointer unlinked before the epoch we
