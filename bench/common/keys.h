@@ -1,7 +1,8 @@
 // Copyright 2026 The cairn Authors.
 //
 // The benches' keys: 64 bytes, a prefix and 16 hex digits padded with '.',
-// and the population of n keys the route and directory benches build.
+// the population of n keys the route and directory benches build, and the
+// batch size.
 
 #ifndef CAIRN_BENCH_COMMON_KEYS_H_
 #define CAIRN_BENCH_COMMON_KEYS_H_
@@ -18,6 +19,8 @@
 namespace cairn::bench {
 
 constexpr std::size_t kKeySize = 64;
+// Keys per batch in every batch workload.
+constexpr std::size_t kBatch = 32;
 constexpr const char* kObjectPrefix = "tenant-0/object/";
 
 // "<prefix><id in hex>", padded to kKeySize.

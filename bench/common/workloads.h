@@ -14,11 +14,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/common/keys.h"
 #include "bench/common/latency.h"
 
 namespace cairn::bench {
-
-constexpr std::size_t kBatch = 32;
 
 // Point reads; pick() returns the next key.
 template <typename Impl, typename Pick>
