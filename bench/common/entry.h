@@ -25,8 +25,17 @@
 
 namespace cairn::bench {
 
-struct Entry {
-  Entry(std::uint64_t id_in, std::string key_in)
+// Tag: a type the including file declares in its unnamed namespace. The
+// entry, and every route, adapter and loop instantiated over it, then has
+// internal linkage, as each bench's own entry type had before this header:
+// GCC inlines a function only this file can call (an adapter's ReadOne, the
+// route's lookup) where it keeps an externally visible one out of line, so
+// an entry with external linkage would add calls to the timed loops.
+//   struct Local {};
+//   using Entry = bench::BenchEntry<Local>;
+template <typename Tag>
+struct BenchEntry {
+  BenchEntry(std::uint64_t id_in, std::string key_in)
       : id_value(id_in), key(std::move(key_in)) {}
   std::uint64_t id() const { return id_value; }
   const std::uint64_t id_value;
@@ -36,15 +45,16 @@ struct Entry {
   std::uint64_t version CAIRN_GUARDED_BY(mu) = 0;
   std::int64_t lease CAIRN_GUARDED_BY(mu) = 0;
 };
-using Owner = std::shared_ptr<Entry>;
 
 // A miss (null) does no work.
-inline void ReadWork(const Entry* e, std::uint64_t* sink) {
+template <typename Tag>
+inline void ReadWork(const BenchEntry<Tag>* e, std::uint64_t* sink) {
   if (e == nullptr) return;
   ReaderLock lock(&e->mu);
   *sink += e->size_bytes + e->version;
 }
-inline void WriteWork(Entry* e, std::int64_t now) {
+template <typename Tag>
+inline void WriteWork(BenchEntry<Tag>* e, std::int64_t now) {
   if (e == nullptr) return;
   WriterLock lock(&e->mu);
   ++e->version;
@@ -53,14 +63,17 @@ inline void WriteWork(Entry* e, std::int64_t now) {
 
 // The entries of Keys(n) (entry i has id i + 1), built once per process and
 // size; every implementation routes these same objects.
-inline const std::vector<Owner>& Entries(std::size_t n) {
+template <typename Entry>
+const std::vector<std::shared_ptr<Entry>>& Entries(std::size_t n) {
   static std::mutex mu;
-  static std::map<std::size_t, std::unique_ptr<std::vector<Owner>>> cache;
+  static std::map<std::size_t,
+                  std::unique_ptr<std::vector<std::shared_ptr<Entry>>>>
+      cache;
   const std::vector<std::string>& keys = Keys(n);
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[n];
   if (!slot) {
-    slot = std::make_unique<std::vector<Owner>>();
+    slot = std::make_unique<std::vector<std::shared_ptr<Entry>>>();
     slot->reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       slot->push_back(std::make_shared<Entry>(i + 1, keys[i]));

@@ -3,7 +3,8 @@
 // Adapters that drive a route-level implementation through one interface
 // (Publish, ReadOne, WriteOne, ReadBatch, WriteBatch), each doing the shared
 // per-object work (bench/common/entry.h), and the self-check a driver runs
-// on its adapters before its figures count.
+// on its adapters before its figures count. Entry is the including file's
+// BenchEntry<Tag> (entry.h says why the tag).
 
 #ifndef CAIRN_BENCH_COMMON_ROUTE_IMPLS_H_
 #define CAIRN_BENCH_COMMON_ROUTE_IMPLS_H_
@@ -17,11 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include <benchmark/benchmark.h>
+
 #include "bench/baselines/object_index.h"
 #include "bench/baselines/shard_route.h"
 #include "bench/common/entry.h"
 #include "bench/common/keys.h"
-#include "bench/common/workloads.h"
 #include "cairn/base/mutex.h"
 #include "cairn/route/route_concept.h"
 #include "cairn/route/route_options.h"
@@ -29,8 +31,11 @@
 namespace cairn::bench {
 
 // Reads and writes through a route's WithEntry / WithEntries callbacks (the
-// library's route, the locked reference, the two-level baseline).
-template <typename RouteT>
+// library's route, the locked reference, the two-level baseline). Adapters
+// whose route type is the same pass themselves as `Adapter`, so each gets
+// its own copy of these functions, as each had before they were shared: more
+// callers of one copy make GCC inline less of it into the timed loops.
+template <typename Entry, typename RouteT, typename Adapter = void>
 struct CallbackAccess {
   RouteT route;
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
@@ -51,9 +56,10 @@ struct CallbackAccess {
 
 // Any route that satisfies the concept, so a driver measures whatever route
 // the library ships.
-template <typename RouteT>
-struct RouteAdapter : CallbackAccess<RouteT> {
+template <typename Entry, typename RouteT>
+struct RouteAdapter : CallbackAccess<Entry, RouteT> {
   static_assert(ObjectRoute<RouteT, Entry>);
+  using Owner = std::shared_ptr<Entry>;
   bool Publish(const std::string& key, Owner owner) {
     return this->route.Publish(key, std::move(owner)).ok();
   }
@@ -64,7 +70,9 @@ struct RouteAdapter : CallbackAccess<RouteT> {
 
 // Mooncake main's route when the RFC was written: the shard lock is held
 // (shared for reads, exclusive for writes) while the per-object work runs.
+template <typename Entry>
 struct ShardAdapter {
+  using Owner = std::shared_ptr<Entry>;
   static constexpr const char* kName = "shard";
   mutable ShardRoute<Entry> route;
   bool Publish(const std::string& key, Owner owner) {
@@ -89,7 +97,9 @@ struct ShardAdapter {
 
 // Mooncake main's route as of late 2026: one rwlock per tenant, the strong
 // handle copied under it, then the entry's own lock.
+template <typename Entry>
 struct ObjectIndexAdapter {
+  using Owner = std::shared_ptr<Entry>;
   static constexpr const char* kName = "object_index";
   ObjectIndex<Entry> index;
   bool Publish(const std::string& key, const Owner& owner) {
@@ -131,11 +141,11 @@ struct ThreadScope {
 // batches cover every key. An adapter without Publish is built with
 // Build(keys, entries). False, with the failure in `why`, on the first
 // wrong answer.
-template <typename Impl>
+template <typename Entry, typename Impl>
 bool CheckRouteImpl(std::string* why) {
   constexpr std::size_t kN = 5000;
   std::vector<std::string> keys;
-  std::vector<Owner> entries;
+  std::vector<std::shared_ptr<Entry>> entries;
   for (std::size_t i = 0; i < kN; ++i) {
     keys.push_back(PopulationKey(i, "check/"));
     entries.push_back(std::make_shared<Entry>(i + 1, keys.back()));
@@ -192,11 +202,11 @@ bool CheckRouteImpl(std::string* why) {
 
 // Runs CheckRouteImpl over every Impl, in order, as a benchmark body: the
 // first failure becomes the benchmark's error, which the gate runner reads.
-template <typename... Impls>
+template <typename Entry, typename... Impls>
 void RunRouteSelfCheck(benchmark::State& state) {
   std::string why;
   bool ok = true;
-  for (auto _ : state) ok = (CheckRouteImpl<Impls>(&why) && ...);
+  for (auto _ : state) ok = (CheckRouteImpl<Entry, Impls>(&why) && ...);
   if (!ok) state.SkipWithError(why.c_str());
 }
 

@@ -42,9 +42,9 @@
 #include "bench/common/driver.h"
 #include "bench/common/entry.h"
 #include "bench/common/keys.h"
+#include "bench/common/latency.h"
 #include "bench/common/random.h"
 #include "bench/common/route_impls.h"
-#include "bench/common/workloads.h"
 #include "cairn/route/object_route_index.h"
 #include "cairn/route/route_concept.h"
 
@@ -61,13 +61,19 @@
 namespace cairn::bench {
 namespace {
 
+// Local to this file, so everything instantiated over the entry keeps
+// internal linkage (bench/common/entry.h says why).
+struct Local {};
+using Entry = BenchEntry<Local>;
+using Owner = std::shared_ptr<Entry>;
+
 // --- implementations: one adapter each --------------------------------------
 
-struct EpochImpl : RouteAdapter<ObjectRouteIndex<Entry>> {
+struct EpochImpl : RouteAdapter<Entry, ObjectRouteIndex<Entry>> {
   static constexpr const char* kName = "epoch";
 };
-using ShardImpl = ShardAdapter;
-using ObjectIndexImpl = ObjectIndexAdapter;
+using ShardImpl = ShardAdapter<Entry>;
+using ObjectIndexImpl = ObjectIndexAdapter<Entry>;
 
 // Peers do point operations only (W6); each keeps the entry alive the way
 // it is built to: an element read lock (TBB's const_accessor), an RCU
@@ -145,12 +151,12 @@ struct CuckooImpl : PointOnlyPeer<CuckooImpl> {
   }
   void ReadOne(std::string_view key, std::uint64_t* sink) const {
     if (!map.find_fn(key, [&](const Owner& e) { ReadWork(e.get(), sink); })) {
-      ReadWork(nullptr, sink);
+      ReadWork(static_cast<const Entry*>(nullptr), sink);
     }
   }
   void WriteOne(std::string_view key, std::int64_t now) const {
     if (!map.find_fn(key, [&](const Owner& e) { WriteWork(e.get(), now); })) {
-      WriteWork(nullptr, now);
+      WriteWork(static_cast<Entry*>(nullptr), now);
     }
   }
 };
@@ -168,7 +174,7 @@ const Impl& GetBuilt() {
   if (built == nullptr) {
     const std::size_t n = PopulationSize();
     const std::vector<std::string>& keys = Keys(n);
-    const std::vector<Owner>& entries = Entries(n);
+    const std::vector<Owner>& entries = Entries<Entry>(n);
     Progress("building %s with %zu objects", Impl::kName, n);
     built = std::make_unique<Impl>();
     AtEnd([] { built.reset(); });
@@ -181,6 +187,32 @@ const Impl& GetBuilt() {
     }
   }
   return *built;
+}
+
+// Alternating read and write batches of 32 keys; `pick` fills a batch.
+template <typename Impl, typename Pick>
+void RunBatches(benchmark::State& state, const Impl& impl, Pick&& pick) {
+  static LatencyRecorder recorder;
+  Histogram histogram;
+  recorder.Start(state);
+  std::string_view batch[kBatch];
+  std::uint64_t sink = 0;
+  std::int64_t now = 0;
+  bool write = state.thread_index() % 2 == 1;
+  for (auto _ : state) {
+    pick(batch);
+    const std::uint64_t start = NowNanos();
+    if (write) {
+      impl.WriteBatch(batch, ++now);
+    } else {
+      impl.ReadBatch(batch, &sink);
+    }
+    histogram.Add(NowNanos() - start);
+    write = !write;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  recorder.Finish(state, histogram);
 }
 
 // range(0): read percent. Zipf 0.99 point operations.
@@ -215,15 +247,17 @@ void BM_SuiteW6(benchmark::State& state) {
 // Object i belongs to group i / g; the flat side is the library route built
 // for W6 (the grouping only decides which keys a batch takes).
 template <std::size_t kGroupSize>
-struct TwoLevelImpl : CallbackAccess<TwoLevelRoute<Entry, ObjectRouteIndex>> {
+struct TwoLevelImpl
+    : CallbackAccess<Entry, TwoLevelRoute<Entry, ObjectRouteIndex>,
+                     TwoLevelImpl<kGroupSize>> {
   static constexpr const char* kName = "two_level";
   bool Build(const std::vector<std::string>& keys,
              const std::vector<Owner>& entries) {
     const std::size_t n = keys.size();
     for (std::size_t first = 0; first < n; first += kGroupSize) {
-      auto group = route.MakeGroup(kGroupSize);
+      auto group = this->route.MakeGroup(kGroupSize);
       for (std::size_t i = first; i < std::min(n, first + kGroupSize); ++i) {
-        if (!route.Join(group, keys[i], entries[i])) return false;
+        if (!this->route.Join(group, keys[i], entries[i])) return false;
       }
     }
     return true;
@@ -236,8 +270,10 @@ void BM_SuiteW4Point(benchmark::State& state) {
   const Impl& impl = GetBuilt<Impl>();
   const std::vector<std::string>& keys = Keys(n);
   Rng rng{0x4444ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
-  RunPointReads(state, impl,
-                [&]() -> const std::string& { return keys[rng.Below(n)]; });
+  std::uint64_t sink = 0;
+  for (auto _ : state) impl.ReadOne(keys[rng.Below(n)], &sink);
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(state.iterations());
 }
 
 template <typename Impl, std::size_t kGroupSize>
@@ -247,13 +283,12 @@ void BM_SuiteW4Same(benchmark::State& state) {
   const std::vector<std::string>& keys = Keys(n);
   const std::size_t groups = n / kGroupSize;
   Rng rng{0x5555ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
-  RunBatches</*kRecordLatency=*/true>(
-      state, impl, [&](std::string_view* batch) {
-        const std::size_t first = rng.Below(groups) * kGroupSize;
-        for (std::size_t i = 0; i < kBatch; ++i) {
-          batch[i] = keys[first + rng.Below(kGroupSize)];
-        }
-      });
+  RunBatches(state, impl, [&](std::string_view* batch) {
+    const std::size_t first = rng.Below(groups) * kGroupSize;
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      batch[i] = keys[first + rng.Below(kGroupSize)];
+    }
+  });
 }
 
 template <typename Impl, std::size_t kGroupSize>
@@ -262,11 +297,9 @@ void BM_SuiteW4Cross(benchmark::State& state) {
   const Impl& impl = GetBuilt<Impl>();
   const std::vector<std::string>& keys = Keys(n);
   Rng rng{0x6666ULL + 977 * static_cast<std::uint64_t>(state.thread_index())};
-  RunBatches</*kRecordLatency=*/true>(state, impl,
-                                      [&](std::string_view* batch) {
-                                        for (std::size_t i = 0; i < kBatch; ++i)
-                                          batch[i] = keys[rng.Below(n)];
-                                      });
+  RunBatches(state, impl, [&](std::string_view* batch) {
+    for (std::size_t i = 0; i < kBatch; ++i) batch[i] = keys[rng.Below(n)];
+  });
 }
 
 // --- W8: RSS per object -----------------------------------------------------
@@ -371,7 +404,7 @@ void BM_SuiteW8(benchmark::State& state) {
 // Run by the gate runner before the gates; they are skipped, with the
 // failure, if an adapter answers wrong.
 void BM_SuiteSelfCheck(benchmark::State& state) {
-  RunRouteSelfCheck<EpochImpl, ShardImpl, ObjectIndexImpl,
+  RunRouteSelfCheck<Entry, EpochImpl, ShardImpl, ObjectIndexImpl,
 #if CAIRN_SUITE_HAVE_TBB
                     TbbImpl,
 #endif
