@@ -68,10 +68,28 @@ struct RouteAdapter : CallbackAccess<Entry, RouteT> {
   }
 };
 
+// Batches as one point operation per key, for implementations without a
+// batch path (the shard-locked and object_index baselines, the peers); Self
+// has ReadOne and WriteOne.
+template <typename Self>
+struct BatchesByPoint {
+  void ReadBatch(std::span<const std::string_view> keys,
+                 std::uint64_t* sink) const {
+    for (std::string_view k : keys) self().ReadOne(k, sink);
+  }
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
+    for (std::string_view k : keys) self().WriteOne(k, now);
+  }
+
+ private:
+  const Self& self() const { return static_cast<const Self&>(*this); }
+};
+
 // Mooncake main's route when the RFC was written: the shard lock is held
 // (shared for reads, exclusive for writes) while the per-object work runs.
 template <typename Entry>
-struct ShardAdapter {
+struct ShardAdapter : BatchesByPoint<ShardAdapter<Entry>> {
   using Owner = std::shared_ptr<Entry>;
   static constexpr const char* kName = "shard";
   mutable ShardRoute<Entry> route;
@@ -85,20 +103,12 @@ struct ShardAdapter {
   void WriteOne(std::string_view key, std::int64_t now) const {
     route.Write(key, [&](Entry* e) { WriteWork(e, now); });
   }
-  void ReadBatch(std::span<const std::string_view> keys,
-                 std::uint64_t* sink) const {
-    for (std::string_view k : keys) ReadOne(k, sink);
-  }
-  void WriteBatch(std::span<const std::string_view> keys,
-                  std::int64_t now) const {
-    for (std::string_view k : keys) WriteOne(k, now);
-  }
 };
 
 // Mooncake main's route as of late 2026: one rwlock per tenant, the strong
 // handle copied under it, then the entry's own lock.
 template <typename Entry>
-struct ObjectIndexAdapter {
+struct ObjectIndexAdapter : BatchesByPoint<ObjectIndexAdapter<Entry>> {
   using Owner = std::shared_ptr<Entry>;
   static constexpr const char* kName = "object_index";
   ObjectIndex<Entry> index;
@@ -112,14 +122,6 @@ struct ObjectIndexAdapter {
   void WriteOne(std::string_view key, std::int64_t now) const {
     const Owner e = index.Get(key);
     WriteWork(e.get(), now);
-  }
-  void ReadBatch(std::span<const std::string_view> keys,
-                 std::uint64_t* sink) const {
-    for (std::string_view k : keys) ReadOne(k, sink);
-  }
-  void WriteBatch(std::span<const std::string_view> keys,
-                  std::int64_t now) const {
-    for (std::string_view k : keys) WriteOne(k, now);
   }
 };
 

@@ -75,22 +75,10 @@ struct EpochImpl : RouteAdapter<Entry, ObjectRouteIndex<Entry>> {
 using ShardImpl = ShardAdapter<Entry>;
 using ObjectIndexImpl = ObjectIndexAdapter<Entry>;
 
-// Peers do point operations only (W6); each keeps the entry alive the way
-// it is built to: an element read lock (TBB's const_accessor), an RCU
-// read-side section (cds_lfht), the bucket locks of find_fn (libcuckoo).
-template <typename Self>
-struct PointOnlyPeer {
-  void ReadBatch(std::span<const std::string_view> keys,
-                 std::uint64_t* sink) const {
-    for (std::string_view k : keys) Me().ReadOne(k, sink);
-  }
-  void WriteBatch(std::span<const std::string_view> keys,
-                  std::int64_t now) const {
-    for (std::string_view k : keys) Me().WriteOne(k, now);
-  }
-  const Self& Me() const { return static_cast<const Self&>(*this); }
-};
-
+// Peers do point operations only (W6; a batch goes key by key); each keeps
+// the entry alive the way it is built to: an element read lock (TBB's
+// const_accessor), an RCU read-side section (cds_lfht), the bucket locks of
+// find_fn (libcuckoo).
 #if CAIRN_SUITE_HAVE_TBB
 struct TbbHashCompare {
   using is_transparent = void;
@@ -99,7 +87,7 @@ struct TbbHashCompare {
   }
   bool equal(std::string_view a, std::string_view b) const { return a == b; }
 };
-struct TbbImpl : PointOnlyPeer<TbbImpl> {
+struct TbbImpl : BatchesByPoint<TbbImpl> {
   static constexpr const char* kName = "tbb";
   using Map = tbb::concurrent_hash_map<std::string, Owner, TbbHashCompare>;
   mutable Map map;
@@ -118,7 +106,7 @@ struct TbbImpl : PointOnlyPeer<TbbImpl> {
 #endif
 
 #if CAIRN_SUITE_HAVE_LFHT
-struct LfhtImpl : PointOnlyPeer<LfhtImpl> {
+struct LfhtImpl : BatchesByPoint<LfhtImpl> {
   static constexpr const char* kName = "lfht";
   LfhtPeer table{PopulationSize()};
   static void ThreadEnter() { LfhtPeer::RegisterThread(); }
@@ -140,7 +128,7 @@ struct LfhtImpl : PointOnlyPeer<LfhtImpl> {
 #endif
 
 #if CAIRN_SUITE_HAVE_CUCKOO
-struct CuckooImpl : PointOnlyPeer<CuckooImpl> {
+struct CuckooImpl : BatchesByPoint<CuckooImpl> {
   static constexpr const char* kName = "cuckoo";
   using Map =
       libcuckoo::cuckoohash_map<std::string, Owner, route_internal::KeyHash,

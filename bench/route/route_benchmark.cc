@@ -346,46 +346,49 @@ BENCHMARK(BM_RouteBucketSweep)->DenseRange(12, 20, 2)->UseRealTime();
 // counter `after_first_create` is the bytes per directory once each holds
 // one object: the first create makes the lifecycle stripes (an empty
 // directory has none) and the object itself.
-void BM_DirectoryW8(benchmark::State& state) {
-  const bool shared = state.range(0) == 1;
+struct Directories {
+  std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
+  double bytes_per_directory = 0;
+};
+
+// 1,000 directories (on `domain` if not null) and the heap bytes per
+// directory their building added, the vector holding them left out; with
+// `first_object` each creates one object as soon as it is made.
+Directories MakeDirectories(EpochDomain* domain, bool first_object) {
   constexpr int kDirectories = 1000;
+  Directories made;
+  const std::size_t before = mallinfo2().uordblks;
+  made.dirs.reserve(kDirectories);
+  const std::size_t vector_bytes = mallinfo2().uordblks - before;
+  for (int i = 0; i < kDirectories; ++i) {
+    DirectoryOptions options;
+    options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
+    if (domain != nullptr) options.route.epoch_domain = domain;
+    made.dirs.push_back(std::make_unique<GroupDirectory<>>(options));
+    if (first_object && !made.dirs.back()->Create("first-object").ok()) {
+      std::abort();
+    }
+  }
+  made.bytes_per_directory =
+      static_cast<double>(mallinfo2().uordblks - before - vector_bytes) /
+      kDirectories;
+  return made;
+}
+
+void BM_DirectoryW8(benchmark::State& state) {
   EpochDomain domain;
+  EpochDomain* const shared = state.range(0) == 1 ? &domain : nullptr;
   double per_directory = 0;
   for (auto _ : state) {
-    const std::size_t before = mallinfo2().uordblks;
-    std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
-    dirs.reserve(kDirectories);
-    const std::size_t vector_bytes = mallinfo2().uordblks - before;
-    for (int i = 0; i < kDirectories; ++i) {
-      DirectoryOptions options;
-      options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
-      if (shared) options.route.epoch_domain = &domain;
-      dirs.push_back(std::make_unique<GroupDirectory<>>(options));
-    }
-    const std::size_t after = mallinfo2().uordblks;
-    per_directory =
-        static_cast<double>(after - before - vector_bytes) / kDirectories;
+    Directories made = MakeDirectories(shared, /*first_object=*/false);
+    per_directory = made.bytes_per_directory;
     state.PauseTiming();
-    dirs.clear();
+    made.dirs.clear();
     state.ResumeTiming();
   }
   state.counters["bytes_per_directory"] = per_directory;
-  {
-    const std::size_t before = mallinfo2().uordblks;
-    std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
-    dirs.reserve(kDirectories);
-    const std::size_t vector_bytes = mallinfo2().uordblks - before;
-    for (int i = 0; i < kDirectories; ++i) {
-      DirectoryOptions options;
-      options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
-      if (shared) options.route.epoch_domain = &domain;
-      dirs.push_back(std::make_unique<GroupDirectory<>>(options));
-      if (!dirs.back()->Create("first-object").ok()) std::abort();
-    }
-    state.counters["after_first_create"] =
-        static_cast<double>(mallinfo2().uordblks - before - vector_bytes) /
-        kDirectories;
-  }
+  state.counters["after_first_create"] =
+      MakeDirectories(shared, /*first_object=*/true).bytes_per_directory;
   state.counters["route_bytes"] =
       static_cast<double>(sizeof(ObjectRouteIndex<ObjectEntry<>>));
 }
