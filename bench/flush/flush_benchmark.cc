@@ -215,14 +215,30 @@ X5World& Store(const std::string& mode, std::size_t keys) {
   return *slot;
 }
 
-void ReportLatency(benchmark::State& state,
-                   std::vector<std::uint32_t>& samples) {
-  if (samples.empty()) return;
-  std::sort(samples.begin(), samples.end());
-  state.counters["p50_ns"] = samples[samples.size() / 2];
-  state.counters["p99_ns"] = samples[samples.size() * 99 / 100];
-  state.counters["p9999_ns"] = samples[samples.size() * 9999 / 10000];
-}
+// Per-operation latencies of one run (the first 2^20 operations), reported
+// as p50/p99/p99.99 counters.
+class LatencySamples {
+ public:
+  LatencySamples() { samples_.reserve(1 << 20); }
+  // Records the time since `start` (taken just before the operation).
+  void AddSince(std::chrono::steady_clock::time_point start) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (samples_.size() < samples_.capacity())
+      samples_.push_back(static_cast<std::uint32_t>(ns));
+  }
+  void Report(benchmark::State& state) {
+    if (samples_.empty()) return;
+    std::sort(samples_.begin(), samples_.end());
+    state.counters["p50_ns"] = samples_[samples_.size() / 2];
+    state.counters["p99_ns"] = samples_[samples_.size() * 99 / 100];
+    state.counters["p9999_ns"] = samples_[samples_.size() * 9999 / 10000];
+  }
+
+ private:
+  std::vector<std::uint32_t> samples_;
+};
 
 void RunSet(benchmark::State& state, const std::string& mode,
             std::size_t keys) {
@@ -230,20 +246,15 @@ void RunSet(benchmark::State& state, const std::string& mode,
   const cairn::FlushReport before = world.store->FlushTotals();
   std::mt19937_64 rng(7);
   std::string value(1024, 'x');
-  std::vector<std::uint32_t> samples;
-  samples.reserve(1 << 20);
+  LatencySamples latency;
   for (auto _ : state) {
     value[rng() % value.size()]++;
     const auto start = std::chrono::steady_clock::now();
     if (!world.store->Set(0, KeyOf(rng() % keys), value).ok()) std::abort();
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-    if (samples.size() < samples.capacity())
-      samples.push_back(static_cast<std::uint32_t>(ns));
+    latency.AddSince(start);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
-  ReportLatency(state, samples);
+  latency.Report(state);
   // Where the flushes' time went: I/O (write + fdatasync) vs receipt pass.
   const cairn::FlushReport after = world.store->FlushTotals();
   const double blocks =
@@ -262,19 +273,14 @@ void RunGet(benchmark::State& state, const std::string& mode,
   X5World& world = Store(mode, keys);
   std::mt19937_64 rng(9);
   std::string value;
-  std::vector<std::uint32_t> samples;
-  samples.reserve(1 << 20);
+  LatencySamples latency;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     if (!world.store->Get(0, KeyOf(rng() % keys), &value).ok()) std::abort();
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-    if (samples.size() < samples.capacity())
-      samples.push_back(static_cast<std::uint32_t>(ns));
+    latency.AddSince(start);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
-  ReportLatency(state, samples);
+  latency.Report(state);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include <absl/strings/string_view.h>
 #include <benchmark/benchmark.h>
 
+#include "bench/common/random.h"
 #include "cairn/index/scan_hash_map.h"
 #include "testing/scan_hash_map_peer.h"
 
@@ -69,17 +70,7 @@ inline void MakeKey(std::uint64_t i, std::size_t width, char* out) {
   }
 }
 
-struct Rng {
-  std::uint64_t state;
-  // Uniform in [0, bound).
-  std::uint64_t Below(std::uint64_t bound) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return static_cast<std::uint64_t>(
-        (static_cast<unsigned __int128>(state) * bound) >> 64);
-  }
-};
+using cairn::bench::Rng;
 
 // Heap bytes in use, plus what cairn's default allocator maps directly
 // (huge-page candidates bypass malloc).

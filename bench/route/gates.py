@@ -1,9 +1,16 @@
-"""Route gates: W1 point reads, W2 batch R/W 1:1, W3 forced collision, W5
+"""Route gates: W1 point reads, W2 batch R/W 1:1 (against shard, and against
+object_index for route.W2.vs_object_index), W3 forced collision, W5
 membership churn (100k, 1M; 10M with --full) and W8 bytes per empty
 directory."""
 
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
+import gate_helpers  # noqa: E402  (bench/common/gate_helpers.py)
+
 BINARY = "cairn_route_benchmark"
-THREADS = 2
+THREADS = gate_helpers.THREADS
 
 
 def run(ctx):
@@ -46,9 +53,50 @@ def run(ctx):
         "route.W3.immunity", "epoch under W3 / epoch under W2", THREADS, population,
         "epoch W3", "epoch W2", w3_epoch, w2_epoch, "key ops/s",
         higher_is_better=True, goal_value=0.9, criterion="report"))
+    records.append(vs_object_index(ctx, runs, population))
     records.extend(churn(ctx))
     records.extend(empty_directory(ctx))
     return records
+
+
+def vs_object_index(ctx, runs, population):
+    """route.W2.vs_object_index from the W1/W2 run above, so W1 and W2 are
+    measured once for every gate that reads them. The W1/W2 table adds
+    threads 1 and 8 with --full (one more run, those thread counts only).
+    Reported only if the shared adapters (bench/common/route_impls.h) pass
+    the suite's self-check, as when the suite measured this gate; the route
+    driver has no self-check of its own (see route_benchmark.cc)."""
+    gid = "route.W2.vs_object_index"
+    try:
+        gate_helpers.self_check(ctx, "cairn_suite_benchmark", "BM_SuiteSelfCheck")
+    except Exception as error:
+        return ctx.skipped(gid, "-", f"not measured: {error}")
+    impls = ("epoch", "shard", "object_index")
+    by_threads = {THREADS: runs}
+    if ctx.full:
+        sweep = ctx.run_bench(
+            BINARY, f"BM_RouteW[12]/({'|'.join(impls)})/{population}/real_time/threads:(1|8)$",
+            repetitions=5, min_time=0.3)
+        by_threads.update({1: sweep, 8: sweep})
+
+    def rate(w, impl, t):
+        return ctx.median(by_threads[t], f"BM_Route{w}/{impl}/{population}/real_time/threads:{t}")
+
+    m = gate_helpers.millions
+    table = {"title": "W1 point reads and W2 batch R/W 1:1 (M key ops/s)",
+             "columns": ["workload", "threads", *impls, "epoch / shard",
+                         "epoch / object_index"],
+             "rows": []}
+    for w in ("W1", "W2"):
+        for t in sorted(by_threads):
+            e, s, o = (rate(w, i, t) for i in impls)
+            table["rows"].append([w, t, m(e), m(s), m(o), f"{e / s:.2f}", f"{e / o:.2f}"])
+    e, s, o = (rate("W2", i, THREADS) for i in impls)
+    return ctx.gate(
+        gid, "W2 batch R/W 1:1, 32 keys, uniform; object_index = one rwlock per tenant, "
+        "strong handle copied, then the entry lock", THREADS, population, "epoch",
+        "object_index", e, o, "key ops/s", higher_is_better=True, goal_value=2.0,
+        note=f"epoch / shard {e / s:.2f} in the same run", extra={"tables": [table]})
 
 
 def churn(ctx):

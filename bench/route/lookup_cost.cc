@@ -24,7 +24,8 @@
 // dump ("phase <name> <lookups>"); instrumentation is off while the
 // population is built. Without valgrind it only prints ns per lookup, which
 // on a shared machine is a hint, not a figure.
-// Usage: cairn_lookup_cost [population] [lookups per phase]
+// Usage: cairn_lookup_cost [--population=N] [--lookups=N] (lookups per
+// phase, rounded down to whole batches).
 
 #include <chrono>
 #include <cstdint>
@@ -44,6 +45,10 @@
 #endif
 
 #include "bench/baselines/shard_route.h"
+#include "bench/common/entry.h"
+#include "bench/common/flags.h"
+#include "bench/common/keys.h"
+#include "bench/common/random.h"
 #include "cairn/base/mutex.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/route/object_route_index.h"
@@ -51,41 +56,15 @@
 namespace cairn {
 namespace {
 
-constexpr std::size_t kKeySize = 64;
-constexpr std::size_t kBatch = 32;
-
-struct BenchEntry {
-  BenchEntry(std::uint64_t id_in, std::string key_in)
-      : id_value(id_in), key(std::move(key_in)) {}
-  std::uint64_t id() const { return id_value; }
-  const std::uint64_t id_value;
-  const std::string key;
-  mutable SharedMutex mu;
-  std::uint64_t size_bytes CAIRN_GUARDED_BY(mu) = 4096;
-  std::uint64_t version CAIRN_GUARDED_BY(mu) = 1;
-};
-
-std::string MakeKey(std::uint64_t i) {
-  char buf[kKeySize + 1];
-  std::snprintf(buf, sizeof(buf), "tenant-0/object/%016llx",
-                static_cast<unsigned long long>(i * 0x9e3779b97f4a7c15ULL));
-  std::string key(buf);
-  key.resize(kKeySize, '.');
-  return key;
-}
-
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t Next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-};
+// Local to this file, so everything instantiated over the entry keeps
+// internal linkage (bench/common/entry.h says why).
+struct Local {};
+using Entry = bench::BenchEntry<Local>;
+using bench::kBatch;
+using bench::ReadWork;
 
 using Directory = GroupDirectory<>;
-using Route = ObjectRouteIndex<BenchEntry>;
+using Route = ObjectRouteIndex<Entry>;
 
 // Runs `body` once under its own callgrind dump (or a wall clock).
 template <typename Body>
@@ -108,22 +87,22 @@ void RunPhase(const char* name, std::size_t lookups, Body&& body) {
 }
 
 int Main(int argc, char** argv) {
-  const std::size_t n =
-      argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+  bench::Flags flags(argc, argv, "[--population=N] [--lookups=N]");
+  const std::size_t n = flags.Unsigned("population", 1'000'000);
   const std::size_t lookups =
-      (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 100'000) / kBatch *
-      kBatch;
+      flags.Unsigned("lookups", 100'000) / kBatch * kBatch;
+  if (!flags.Ok()) return 2;
   if (n == 0 || lookups == 0) {
-    std::fprintf(stderr, "usage: cairn_lookup_cost [population] [lookups]\n");
+    std::fprintf(stderr,
+                 "--population must be positive, --lookups at least %zu\n",
+                 kBatch);
     return 2;
   }
-  std::vector<std::string> keys;
-  keys.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) keys.push_back(MakeKey(i));
+  const std::vector<std::string>& keys = bench::Keys(n);
 
   Directory dir;
   Route route;
-  std::vector<std::shared_ptr<BenchEntry>> entries;
+  std::vector<std::shared_ptr<Entry>> entries;
   entries.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     CreateOptions options;
@@ -132,7 +111,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "create %zu failed\n", i);
       return 1;
     }
-    entries.push_back(std::make_shared<BenchEntry>(i + 1, keys[i]));
+    entries.push_back(std::make_shared<Entry>(i + 1, keys[i]));
     // As the directory's create does (it activates each entry under its
     // exclusive lock): glibc's rwlock then starts its next read from the
     // same state in both.
@@ -144,7 +123,7 @@ int Main(int argc, char** argv) {
   }
   route.ReclaimIfDue();
   std::vector<std::string_view> sequence(lookups);
-  Rng rng{0x9e3779b97f4a7c15ULL};
+  bench::Rng rng{0x9e3779b97f4a7c15ULL};
   for (auto& k : sequence) k = keys[rng.Next() % n];
   const std::span<const std::string_view> all(sequence);
 
@@ -152,7 +131,7 @@ int Main(int argc, char** argv) {
   // Warm-up: binds this thread to both epoch domains (the first guard on a
   // thread allocates), outside the measured phases.
   for (std::size_t i = 0; i < kBatch; ++i) {
-    route.WithEntry(sequence[i], [&](BenchEntry* e) { sink += e != nullptr; });
+    route.WithEntry(sequence[i], [&](Entry* e) { sink += e != nullptr; });
     (void)dir.WithObject(sequence[i],
                          [&](const ObjectView<>& v) { sink += v.version(); });
   }
@@ -162,11 +141,7 @@ int Main(int argc, char** argv) {
 
   RunPhase("route_point", lookups, [&] {
     for (std::string_view k : sequence) {
-      route.WithEntry(k, [&](BenchEntry* e) {
-        if (e == nullptr) return;
-        ReaderLock lock(&e->mu);
-        sink += e->size_bytes + e->version;
-      });
+      route.WithEntry(k, [&](Entry* e) { ReadWork(e, &sink); });
     }
   });
   RunPhase("dir_point", lookups, [&] {
@@ -179,11 +154,7 @@ int Main(int argc, char** argv) {
   RunPhase("route_batch", lookups, [&] {
     for (std::size_t b = 0; b < lookups; b += kBatch) {
       route.WithEntries(all.subspan(b, kBatch),
-                        [&](std::size_t, BenchEntry* e) {
-                          if (e == nullptr) return;
-                          ReaderLock lock(&e->mu);
-                          sink += e->size_bytes + e->version;
-                        });
+                        [&](std::size_t, Entry* e) { ReadWork(e, &sink); });
     }
   });
   RunPhase("dir_batch", lookups, [&] {
@@ -198,7 +169,7 @@ int Main(int argc, char** argv) {
   });
   RunPhase("route_point_excl", lookups, [&] {
     for (std::string_view k : sequence) {
-      route.WithEntry(k, [&](BenchEntry* e) {
+      route.WithEntry(k, [&](Entry* e) {
         if (e == nullptr) return;
         WriterLock lock(&e->mu);
         sink += e->version;
@@ -213,12 +184,11 @@ int Main(int argc, char** argv) {
   });
   RunPhase("route_batch_excl", lookups, [&] {
     for (std::size_t b = 0; b < lookups; b += kBatch) {
-      route.WithEntries(all.subspan(b, kBatch),
-                        [&](std::size_t, BenchEntry* e) {
-                          if (e == nullptr) return;
-                          WriterLock lock(&e->mu);
-                          sink += e->version;
-                        });
+      route.WithEntries(all.subspan(b, kBatch), [&](std::size_t, Entry* e) {
+        if (e == nullptr) return;
+        WriterLock lock(&e->mu);
+        sink += e->version;
+      });
     }
   });
   RunPhase("dir_batch_excl", lookups, [&] {
@@ -233,19 +203,19 @@ int Main(int argc, char** argv) {
   // Churn: the same fresh keys for both, made before the phases.
   constexpr std::size_t kLag = 256;
   const std::size_t pairs = lookups;
-  std::vector<std::shared_ptr<BenchEntry>> fresh;
+  std::vector<std::shared_ptr<Entry>> fresh;
   fresh.reserve(pairs);
   for (std::size_t i = 0; i < pairs; ++i) {
-    fresh.push_back(std::make_shared<BenchEntry>(
-        (std::uint64_t{1} << 40) + i, MakeKey((std::uint64_t{1} << 40) + i)));
+    const std::uint64_t id = (std::uint64_t{1} << 40) + i;
+    fresh.push_back(std::make_shared<Entry>(id, bench::PopulationKey(id)));
   }
-  bench::ShardRoute<BenchEntry> shard;
+  bench::ShardRoute<Entry> shard;
   for (std::size_t i = 0; i < n; ++i) shard.Publish(keys[i], entries[i]);
   bool churn_ok = true;
   RunPhase("route_churn", pairs, [&] {
     for (std::size_t i = 0; i < pairs; ++i) {
       if (i >= kLag) {
-        const BenchEntry* old = fresh[i - kLag].get();
+        const Entry* old = fresh[i - kLag].get();
         churn_ok &= route.EraseIfMatch(old->key, old->id(), old).ok();
       }
       churn_ok &= route.Publish(fresh[i]->key, fresh[i]).ok();

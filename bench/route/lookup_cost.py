@@ -26,7 +26,8 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}/cg.out",
-               args.binary, str(args.population), str(args.lookups)]
+               args.binary, f"--population={args.population}",
+               f"--lookups={args.lookups}"]
         print("$ " + " ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)

@@ -1,20 +1,25 @@
 // Copyright 2026 The cairn Authors.
 //
 // Route A/B: the epoch copy-on-write route against `shard` (Mooncake main's
-// 1024 shard locks) and `owning` (the locked reference: copy the owner under
-// a bucket lock), with identical per-object work: the object's own
-// reader-writer lock, then a metadata read (shared) or a version bump and
-// lease extension (exclusive). 64-byte keys, uniform unless stated.
+// 1024 shard locks), `owning` (the locked reference: copy the owner under
+// a bucket lock) and, for W1 and W2, `object_index` (one rwlock per tenant,
+// the strong handle copied under it), with identical per-object work
+// (bench/common/entry.h): the object's own reader-writer lock, then a
+// metadata read (shared) or a version bump and lease extension (exclusive).
+// 64-byte keys, uniform unless stated.
 //   W1  point reads
 //   W2  batch read/write 1:1, 32 keys per batch (read batch, write batch, ...)
 //   W3  W2 with every key in one shard / bucket / stripe of that route
 // Names: BM_RouteW<n>/<impl>/<population>/real_time/threads:<t>.
+// The adapters are bench/common/route_impls.h's, which the peers driver's
+// self-check (BM_SuiteSelfCheck) checks; this driver has none of its own:
+// a second caller of an adapter changes what the compiler inlines into the
+// timed loops.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,8 +33,11 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/baselines/locked_route.h"
-#include "bench/baselines/shard_route.h"
-#include "cairn/base/mutex.h"
+#include "bench/common/driver.h"
+#include "bench/common/entry.h"
+#include "bench/common/keys.h"
+#include "bench/common/random.h"
+#include "bench/common/route_impls.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/route/object_route_index.h"
 #include "testing/route_peer.h"
@@ -37,65 +45,19 @@
 namespace cairn {
 namespace {
 
-constexpr std::size_t kKeySize = 64;
-constexpr std::size_t kBatch = 32;
+// Local to this file, so everything instantiated over the entry keeps
+// internal linkage (bench/common/entry.h says why).
+struct Local {};
+using Entry = bench::BenchEntry<Local>;
+using Owner = std::shared_ptr<Entry>;
+using bench::kBatch;
+using bench::Keys;
+using bench::MakeKey;
+using bench::ReadWork;
+using bench::Rng;
+using bench::WriteWork;
+
 constexpr std::size_t kHotKeys = 64;
-
-struct BenchEntry {
-  BenchEntry(std::uint64_t id_in, std::string key_in)
-      : id_value(id_in), key(std::move(key_in)) {}
-  std::uint64_t id() const { return id_value; }
-  const std::uint64_t id_value;
-  const std::string key;
-  mutable SharedMutex mu;
-  std::uint64_t size_bytes CAIRN_GUARDED_BY(mu) = 4096;
-  std::uint64_t version CAIRN_GUARDED_BY(mu) = 0;
-  std::int64_t lease CAIRN_GUARDED_BY(mu) = 0;
-};
-using Owner = std::shared_ptr<BenchEntry>;
-
-// The per-object work every implementation does for one key.
-inline void ReadWork(const BenchEntry* e, std::uint64_t* sink) {
-  if (e == nullptr) return;
-  ReaderLock lock(&e->mu);
-  *sink += e->size_bytes + e->version;
-}
-inline void WriteWork(BenchEntry* e, std::int64_t now) {
-  if (e == nullptr) return;
-  WriterLock lock(&e->mu);
-  ++e->version;
-  e->lease = std::max(e->lease, now + 1000);
-}
-
-std::string MakeKey(std::uint64_t i, const char* prefix = "tenant-0/object/") {
-  char buf[kKeySize + 1];
-  std::snprintf(buf, sizeof(buf), "%s%016llx", prefix,
-                static_cast<unsigned long long>(i));
-  std::string key(buf);
-  key.resize(kKeySize, '.');
-  return key;
-}
-
-struct Population {
-  std::vector<std::string> keys;
-  std::vector<Owner> entries;
-};
-
-const Population& GetPopulation(std::size_t n) {
-  static std::mutex mu;
-  static std::map<std::size_t, std::unique_ptr<Population>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[n];
-  if (!slot) {
-    slot = std::make_unique<Population>();
-    for (std::size_t i = 0; i < n; ++i) {
-      slot->keys.push_back(MakeKey(i * 0x9e3779b97f4a7c15ULL));
-      slot->entries.push_back(
-          std::make_shared<BenchEntry>(i + 1, slot->keys.back()));
-    }
-  }
-  return *slot;
-}
 
 // --- implementations -------------------------------------------------------
 
@@ -108,43 +70,26 @@ struct ChurnStats {
 };
 
 // Both callback routes (the library's epoch route and the locked reference)
-// are driven the same way; only the route type differs.
+// are driven the same way; only the route type differs. Beside the shared
+// adapter: the bucket a key lands in (W3) and the write-side counters (W5).
 template <typename RouteT>
-struct CallbackRouteImpl {
-  RouteT route;
-  bool Publish(const std::string& key, Owner owner) {
-    return route.Publish(key, std::move(owner)).ok();
-  }
-  void ReadOne(std::string_view key, std::uint64_t* sink) const {
-    route.WithEntry(key, [&](BenchEntry* e) { ReadWork(e, sink); });
-  }
-  void ReadBatch(std::span<const std::string_view> keys,
-                 std::uint64_t* sink) const {
-    route.WithEntries(keys,
-                      [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
-  }
-  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
-    route.WithEntries(keys,
-                      [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
-  }
+struct CallbackRouteImpl : bench::RouteAdapter<Entry, RouteT> {
   std::size_t Collision(std::string_view key) const {
-    return route_internal::ObjectRouteIndexTestPeer::BucketIndex(route, key);
-  }
-  bool Erase(const Owner& e) {
-    return route.EraseIfMatch(e->key, e->id(), e.get()).ok();
+    return route_internal::ObjectRouteIndexTestPeer::BucketIndex(this->route,
+                                                                 key);
   }
   ChurnStats Stats() const {
-    const RouteDiagnostics d = route.Diagnostics();
+    const RouteDiagnostics d = this->route.Diagnostics();
     return ChurnStats{d.publications, d.copied_bytes + d.resize_copied_bytes,
                       d.retired_bytes_total, d.bucket_count};
   }
 };
 
-struct EpochImpl : CallbackRouteImpl<ObjectRouteIndex<BenchEntry>> {
+struct EpochImpl : CallbackRouteImpl<ObjectRouteIndex<Entry>> {
   static constexpr const char* kName = "epoch";
 };
 
-struct OwningImpl : CallbackRouteImpl<LockedRoute<BenchEntry>> {
+struct OwningImpl : CallbackRouteImpl<LockedRoute<Entry>> {
   static constexpr const char* kName = "owning";
 };
 
@@ -155,11 +100,12 @@ struct EpochUnstagedImpl : EpochImpl {
   void ReadBatch(std::span<const std::string_view> keys,
                  std::uint64_t* sink) const {
     route_internal::ObjectRouteIndexTestPeer::WithEntriesUnstaged(
-        route, keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+        route, keys, [&](std::size_t, Entry* e) { ReadWork(e, sink); });
   }
-  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
     route_internal::ObjectRouteIndexTestPeer::WithEntriesUnstaged(
-        route, keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+        route, keys, [&](std::size_t, Entry* e) { WriteWork(e, now); });
   }
 };
 
@@ -170,42 +116,28 @@ struct EpochWindowImpl : EpochImpl {
   void ReadBatch(std::span<const std::string_view> keys,
                  std::uint64_t* sink) const {
     route_internal::ObjectRouteIndexTestPeer::WithEntriesWindow<kWindow>(
-        route, keys, [&](std::size_t, BenchEntry* e) { ReadWork(e, sink); });
+        route, keys, [&](std::size_t, Entry* e) { ReadWork(e, sink); });
   }
-  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
+  void WriteBatch(std::span<const std::string_view> keys,
+                  std::int64_t now) const {
     route_internal::ObjectRouteIndexTestPeer::WithEntriesWindow<kWindow>(
-        route, keys, [&](std::size_t, BenchEntry* e) { WriteWork(e, now); });
+        route, keys, [&](std::size_t, Entry* e) { WriteWork(e, now); });
   }
 };
 
-struct ShardImpl {
-  static constexpr const char* kName = "shard";
-  bench::ShardRoute<BenchEntry> route;
-  bool Publish(const std::string& key, Owner owner) {
-    return route.Publish(key, std::move(owner));
-  }
-  void ReadOne(std::string_view key, std::uint64_t* sink) const {
-    route.Read(key, [&](BenchEntry* e) { ReadWork(e, sink); });
-  }
-  void ReadBatch(std::span<const std::string_view> keys,
-                 std::uint64_t* sink) const {
-    for (std::string_view k : keys) ReadOne(k, sink);
-  }
-  void WriteBatch(std::span<const std::string_view> keys, std::int64_t now) {
-    for (std::string_view k : keys) {
-      route.Write(k, [&](BenchEntry* e) { WriteWork(e, now); });
-    }
-  }
+struct ShardImpl : bench::ShardAdapter<Entry> {
   std::size_t Collision(std::string_view key) const {
     return route.ShardIndex(key);
   }
-  bool Erase(const Owner& e) { return route.Erase(e->key); }
   ChurnStats Stats() const { return ChurnStats{}; }
 };
 
-// One built instance per (implementation, population): the population plus
-// kHotKeys extra keys that all collide in that implementation's shard or
-// bucket (and so in its writer stripe), for W3.
+// W1 and W2 only: one lock per tenant has no bucket to collide in (W3).
+using ObjectIndexImpl = bench::ObjectIndexAdapter<Entry>;
+
+// One built instance per (implementation, population): the population plus,
+// for an implementation with buckets or shards, kHotKeys extra keys that all
+// collide in one of them (and so in its writer stripe), for W3.
 template <typename Impl>
 struct Built {
   std::unique_ptr<Impl> impl = std::make_unique<Impl>();
@@ -220,50 +152,43 @@ Built<Impl>& GetBuilt(std::size_t n) {
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[n];
   if (!slot) {
-    std::fprintf(stderr, "[bench] building %s with %zu objects\n", Impl::kName,
-                 n);
+    bench::Progress("building %s with %zu objects", Impl::kName, n);
     slot = std::make_unique<Built<Impl>>();
-    const Population& pop = GetPopulation(n);
+    const std::vector<std::string>& keys = Keys(n);
+    const std::vector<Owner>& entries = bench::Entries<Entry>(n);
     for (std::size_t i = 0; i < n; ++i) {
-      if (!slot->impl->Publish(pop.keys[i], pop.entries[i])) std::abort();
+      if (!slot->impl->Publish(keys[i], entries[i])) std::abort();
     }
-    const std::size_t target = slot->impl->Collision(MakeKey(0, "hot/"));
-    for (std::uint64_t i = 0; slot->hot_keys.size() < kHotKeys; ++i) {
-      std::string key = MakeKey(i, "hot/");
-      if (slot->impl->Collision(key) != target) continue;
-      slot->hot_entries.push_back(std::make_shared<BenchEntry>(n + 1 + i, key));
-      if (!slot->impl->Publish(key, slot->hot_entries.back())) std::abort();
-      slot->hot_keys.push_back(std::move(key));
+    if constexpr (requires { slot->impl->Collision(""); }) {
+      const std::size_t target = slot->impl->Collision(MakeKey(0, "hot/"));
+      for (std::uint64_t i = 0; slot->hot_keys.size() < kHotKeys; ++i) {
+        std::string key = MakeKey(i, "hot/");
+        if (slot->impl->Collision(key) != target) continue;
+        slot->hot_entries.push_back(std::make_shared<Entry>(n + 1 + i, key));
+        if (!slot->impl->Publish(key, slot->hot_entries.back())) std::abort();
+        slot->hot_keys.push_back(std::move(key));
+      }
     }
   }
   return *slot;
 }
 
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t Next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-};
-
 template <typename Impl>
 void BM_RouteW1(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   Built<Impl>& built = GetBuilt<Impl>(n);
-  const Population& pop = GetPopulation(n);
+  const std::vector<std::string>& keys = Keys(n);
   Rng rng{0x1234567ULL +
           977 * static_cast<std::uint64_t>(state.thread_index())};
   std::uint64_t sink = 0;
-  for (auto _ : state) {
-    built.impl->ReadOne(pop.keys[rng.Next() % n], &sink);
-  }
+  for (auto _ : state) built.impl->ReadOne(keys[rng.Next() % n], &sink);
   benchmark::DoNotOptimize(sink);
   state.SetItemsProcessed(state.iterations());
 }
 
+// Read and write batches of 32 uniform keys, alternating. The loop stays
+// this driver's own (the peers' W4 loop also times each batch): sharing it
+// changed what GCC inlines into it, and so the instructions W2 and W3 run.
 template <typename Impl>
 void RunBatches(benchmark::State& state, Impl& impl,
                 const std::vector<std::string>& keys) {
@@ -289,7 +214,7 @@ void RunBatches(benchmark::State& state, Impl& impl,
 template <typename Impl>
 void BM_RouteW2(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
-  RunBatches(state, *GetBuilt<Impl>(n).impl, GetPopulation(n).keys);
+  RunBatches(state, *GetBuilt<Impl>(n).impl, Keys(n));
 }
 
 template <typename Impl>
@@ -318,7 +243,7 @@ void BM_RouteW5(benchmark::State& state) {
   const ChurnStats before = impl.Stats();
   for (auto _ : state) {
     Owner& slot = ring[i++ % kLag];
-    Owner fresh = std::make_shared<BenchEntry>(next, MakeKey(next, "churn/"));
+    Owner fresh = std::make_shared<Entry>(next, MakeKey(next, "churn/"));
     ++next;
     const auto start = std::chrono::steady_clock::now();
     if (slot != nullptr && !impl.Erase(slot))
@@ -357,11 +282,11 @@ void BM_RouteW5(benchmark::State& state) {
 void BM_RouteBucketSweep(benchmark::State& state) {
   const std::size_t buckets = std::size_t{1} << state.range(0);
   const std::size_t n = 1'000'000;
-  const Population& pop = GetPopulation(n);
+  const std::vector<std::string>& keys = Keys(n);
+  const std::vector<Owner>& entries = bench::Entries<Entry>(n);
   static std::mutex mu;
-  static std::map<std::size_t, std::unique_ptr<ObjectRouteIndex<BenchEntry>>>
-      cache;
-  ObjectRouteIndex<BenchEntry>* route;
+  static std::map<std::size_t, std::unique_ptr<ObjectRouteIndex<Entry>>> cache;
+  ObjectRouteIndex<Entry>* route;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto& slot = cache[buckets];
@@ -369,9 +294,9 @@ void BM_RouteBucketSweep(benchmark::State& state) {
       RouteOptions options;
       options.bucket_count = buckets;
       options.fixed_bucket_count = true;
-      slot = std::make_unique<ObjectRouteIndex<BenchEntry>>(options);
+      slot = std::make_unique<ObjectRouteIndex<Entry>>(options);
       for (std::size_t i = 0; i < n; ++i) {
-        if (!slot->Publish(pop.keys[i], pop.entries[i]).ok()) std::abort();
+        if (!slot->Publish(keys[i], entries[i]).ok()) std::abort();
       }
     }
     route = slot.get();
@@ -379,8 +304,8 @@ void BM_RouteBucketSweep(benchmark::State& state) {
   Rng rng{0xabcdefULL + static_cast<std::uint64_t>(state.thread_index())};
   std::uint64_t sink = 0;
   for (auto _ : state) {
-    route->WithEntry(pop.keys[rng.Next() % n],
-                     [&](BenchEntry* e) { ReadWork(e, &sink); });
+    route->WithEntry(keys[rng.Next() % n],
+                     [&](Entry* e) { ReadWork(e, &sink); });
   }
   benchmark::DoNotOptimize(sink);
   state.SetItemsProcessed(state.iterations());
@@ -399,7 +324,7 @@ void BM_RouteBucketSweep(benchmark::State& state) {
   fresh.reserve(kPairs);
   for (int i = 0; i < kPairs; ++i) {
     const std::uint64_t id = (std::uint64_t{1} << 41) + i;
-    fresh.push_back(std::make_shared<BenchEntry>(id, MakeKey(id, "sweep/")));
+    fresh.push_back(std::make_shared<Entry>(id, MakeKey(id, "sweep/")));
   }
   const auto start = std::chrono::steady_clock::now();
   for (const Owner& o : fresh) {
@@ -421,46 +346,49 @@ BENCHMARK(BM_RouteBucketSweep)->DenseRange(12, 20, 2)->UseRealTime();
 // counter `after_first_create` is the bytes per directory once each holds
 // one object: the first create makes the lifecycle stripes (an empty
 // directory has none) and the object itself.
-void BM_DirectoryW8(benchmark::State& state) {
-  const bool shared = state.range(0) == 1;
+struct Directories {
+  std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
+  double bytes_per_directory = 0;
+};
+
+// 1,000 directories (on `domain` if not null) and the heap bytes per
+// directory their building added, the vector holding them left out; with
+// `first_object` each creates one object as soon as it is made.
+Directories MakeDirectories(EpochDomain* domain, bool first_object) {
   constexpr int kDirectories = 1000;
+  Directories made;
+  const std::size_t before = mallinfo2().uordblks;
+  made.dirs.reserve(kDirectories);
+  const std::size_t vector_bytes = mallinfo2().uordblks - before;
+  for (int i = 0; i < kDirectories; ++i) {
+    DirectoryOptions options;
+    options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
+    if (domain != nullptr) options.route.epoch_domain = domain;
+    made.dirs.push_back(std::make_unique<GroupDirectory<>>(options));
+    if (first_object && !made.dirs.back()->Create("first-object").ok()) {
+      std::abort();
+    }
+  }
+  made.bytes_per_directory =
+      static_cast<double>(mallinfo2().uordblks - before - vector_bytes) /
+      kDirectories;
+  return made;
+}
+
+void BM_DirectoryW8(benchmark::State& state) {
   EpochDomain domain;
+  EpochDomain* const shared = state.range(0) == 1 ? &domain : nullptr;
   double per_directory = 0;
   for (auto _ : state) {
-    const std::size_t before = mallinfo2().uordblks;
-    std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
-    dirs.reserve(kDirectories);
-    const std::size_t vector_bytes = mallinfo2().uordblks - before;
-    for (int i = 0; i < kDirectories; ++i) {
-      DirectoryOptions options;
-      options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
-      if (shared) options.route.epoch_domain = &domain;
-      dirs.push_back(std::make_unique<GroupDirectory<>>(options));
-    }
-    const std::size_t after = mallinfo2().uordblks;
-    per_directory =
-        static_cast<double>(after - before - vector_bytes) / kDirectories;
+    Directories made = MakeDirectories(shared, /*first_object=*/false);
+    per_directory = made.bytes_per_directory;
     state.PauseTiming();
-    dirs.clear();
+    made.dirs.clear();
     state.ResumeTiming();
   }
   state.counters["bytes_per_directory"] = per_directory;
-  {
-    const std::size_t before = mallinfo2().uordblks;
-    std::vector<std::unique_ptr<GroupDirectory<>>> dirs;
-    dirs.reserve(kDirectories);
-    const std::size_t vector_bytes = mallinfo2().uordblks - before;
-    for (int i = 0; i < kDirectories; ++i) {
-      DirectoryOptions options;
-      options.tenant_instance = static_cast<TenantInstanceId>(i + 1);
-      if (shared) options.route.epoch_domain = &domain;
-      dirs.push_back(std::make_unique<GroupDirectory<>>(options));
-      if (!dirs.back()->Create("first-object").ok()) std::abort();
-    }
-    state.counters["after_first_create"] =
-        static_cast<double>(mallinfo2().uordblks - before - vector_bytes) /
-        kDirectories;
-  }
+  state.counters["after_first_create"] =
+      MakeDirectories(shared, /*first_object=*/true).bytes_per_directory;
   state.counters["route_bytes"] =
       static_cast<double>(sizeof(ObjectRouteIndex<ObjectEntry<>>));
 }
@@ -487,11 +415,13 @@ void Configure(benchmark::internal::Benchmark* b) {
 
 CAIRN_ROUTE_BENCH(W1, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W1, ShardImpl, "shard");
+CAIRN_ROUTE_BENCH(W1, ObjectIndexImpl, "object_index");
 CAIRN_ROUTE_BENCH(W2, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W2, EpochUnstagedImpl, "epoch_unstaged");
 CAIRN_ROUTE_BENCH(W2, EpochWindowImpl<8>, "epoch_window8");
 CAIRN_ROUTE_BENCH(W2, EpochWindowImpl<16>, "epoch_window16");
 CAIRN_ROUTE_BENCH(W2, ShardImpl, "shard");
+CAIRN_ROUTE_BENCH(W2, ObjectIndexImpl, "object_index");
 CAIRN_ROUTE_BENCH(W3, EpochImpl, "epoch");
 CAIRN_ROUTE_BENCH(W3, ShardImpl, "shard");
 // W5 at 100k, 1M and 10M (the 10M population takes several GiB: the gate

@@ -19,9 +19,9 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/baselines/locked_route.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/route/object_route_index.h"
+#include "testing/locked_route.h"
 
 namespace cairn::testing {
 

@@ -19,10 +19,10 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/baselines/locked_route.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/route_concept.h"
 #include "testing/alloc_counter.h"
+#include "testing/locked_route.h"
 #include "testing/route_peer.h"
 #include "testing/stress.h"
 

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/suite/lfht_peer.h"
+#include "bench/peers/lfht_peer.h"
 #include "cairn/base/internal/hash.h"
 
-namespace cairn::suite {
+namespace cairn::bench {
 
 namespace {
 
@@ -97,4 +97,4 @@ void LfhtPeer::UnregisterThread() {
 void LfhtPeer::ReadLock() { urcu_memb_read_lock(); }
 void LfhtPeer::ReadUnlock() { urcu_memb_read_unlock(); }
 
-}  // namespace cairn::suite
+}  // namespace cairn::bench

@@ -18,13 +18,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "bench/common/flags.h"
+#include "bench/common/random.h"
 
 namespace {
 
@@ -34,19 +36,6 @@ struct alignas(kLine) Line {
   Line* next;
   std::uint64_t pad[7];
 };
-
-std::uint64_t NextRandom(std::uint64_t& s) {
-  s ^= s << 13;
-  s ^= s >> 7;
-  s ^= s << 17;
-  return s;
-}
-
-// A uniform index below n without a division in the timed loop.
-std::size_t Scale(std::uint64_t r, std::size_t n) {
-  return static_cast<std::size_t>((static_cast<unsigned __int128>(r) * n) >>
-                                  64);
-}
 
 std::string ReadFirstLine(const char* path) {
   std::ifstream in(path);
@@ -88,18 +77,10 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 1.0;
-  std::size_t mib = 512;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--seconds=", 10) == 0) {
-      seconds = std::atof(argv[i] + 10);
-    } else if (std::strncmp(argv[i], "--mib=", 6) == 0) {
-      mib = static_cast<std::size_t>(std::atol(argv[i] + 6));
-    } else {
-      std::fprintf(stderr, "usage: %s [--seconds=S] [--mib=N]\n", argv[0]);
-      return 2;
-    }
-  }
+  cairn::bench::Flags flags(argc, argv, "[--seconds=S] [--mib=N]");
+  const double seconds = flags.Double("seconds", 1.0);
+  const std::size_t mib = flags.Unsigned("mib", 512);
+  if (!flags.Ok()) return 2;
   if (seconds <= 0 || mib == 0) {
     std::fprintf(stderr, "--seconds and --mib must be positive\n");
     return 2;
@@ -113,9 +94,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < lines; ++i) {
     order[i] = static_cast<std::uint32_t>(i);
   }
-  std::uint64_t rng = 0x9e3779b97f4a7c15ULL;
+  cairn::bench::Rng rng{0x9e3779b97f4a7c15ULL};
   for (std::size_t i = lines - 1; i > 0; --i) {
-    const std::size_t j = NextRandom(rng) % i;
+    const std::size_t j = rng.Next() % i;
     std::swap(order[i], order[j]);
   }
   for (std::size_t i = 0; i < lines; ++i) {
@@ -179,12 +160,12 @@ int main(int argc, char** argv) {
 
   std::fprintf(stderr, "[calibrate] independent loads for %.1f s\n", seconds);
   std::uint64_t sum = reinterpret_cast<std::uintptr_t>(p);
-  std::uint64_t s = 0x123456789ULL;
+  cairn::bench::Rng s{0x123456789ULL};
   std::vector<double> independent;
   run_phase(
       [&] {
         for (std::size_t i = 0; i < kStep; ++i) {
-          sum += buffer[Scale(NextRandom(s), lines)].pad[0];
+          sum += buffer[s.Below(lines)].pad[0];
         }
       },
       &independent);

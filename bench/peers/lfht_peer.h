@@ -7,13 +7,13 @@
 // alive. Lookups run inside a read-side critical section the caller opens
 // with ReadLock(); every thread that reads registers first.
 
-#ifndef CAIRN_BENCH_SUITE_LFHT_PEER_H_
-#define CAIRN_BENCH_SUITE_LFHT_PEER_H_
+#ifndef CAIRN_BENCH_PEERS_LFHT_PEER_H_
+#define CAIRN_BENCH_PEERS_LFHT_PEER_H_
 
 #include <cstddef>
 #include <string_view>
 
-namespace cairn::suite {
+namespace cairn::bench {
 
 class LfhtPeer {
  public:
@@ -40,6 +40,6 @@ class LfhtPeer {
   Table* table_;
 };
 
-}  // namespace cairn::suite
+}  // namespace cairn::bench
 
-#endif  // CAIRN_BENCH_SUITE_LFHT_PEER_H_
+#endif  // CAIRN_BENCH_PEERS_LFHT_PEER_H_

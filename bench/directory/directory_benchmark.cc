@@ -31,10 +31,13 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/baselines/shard_directory.h"
-#include "bench/suite/suite_common.h"
+#include "bench/common/driver.h"
+#include "bench/common/keys.h"
+#include "bench/common/latency.h"
+#include "bench/common/random.h"
 #include "cairn/directory/group_directory.h"
 
-namespace cairn::suite {
+namespace cairn::bench {
 namespace {
 
 struct Replica {
@@ -105,7 +108,7 @@ struct DirectoryImpl {
 
 struct ShardDirectoryImpl {
   static constexpr const char* kName = "shard_directory";
-  using Dir = bench::ShardDirectory<ObjectPayload>;
+  using Dir = ShardDirectory<ObjectPayload>;
   mutable Dir dir;
 
   bool Create(std::string_view key, std::uint64_t i,
@@ -217,7 +220,7 @@ bool CheckImpl(std::string* why) {
     return false;
   };
   for (std::size_t i = 0; i < kN; ++i) {
-    keys.push_back(MakeKey(i, "check/"));
+    keys.push_back(PopulationKey(i, "check/"));
     if (!impl->Create(keys.back(), i, 4096 + i)) return fail("create failed");
   }
   if (impl->Create(keys[7], 7, 1)) return fail("duplicate create accepted");
@@ -234,7 +237,7 @@ bool CheckImpl(std::string* why) {
     }
   }
   std::uint64_t sink = 0;
-  impl->ReadOne(MakeKey(kN + 1, "check/"), &sink);
+  impl->ReadOne(PopulationKey(kN + 1, "check/"), &sink);
   if (sink != 0) return fail("an absent key reached an object");
   std::vector<std::string_view> batch;
   std::uint64_t expected = 0;
@@ -291,8 +294,8 @@ BENCHMARK_TEMPLATE(BM_Dir, ShardDirectoryImpl)
     ->Apply(Configure);
 
 }  // namespace
-}  // namespace cairn::suite
+}  // namespace cairn::bench
 
 int main(int argc, char** argv) {
-  return cairn::suite::RunBenchmarksThenTearDown(argc, argv);
+  return cairn::bench::RunBenchmarksThenTearDown(argc, argv);
 }

@@ -1,0 +1,106 @@
+"""Directory gates (cairn_directory_benchmark): GroupDirectory against the
+shard-locked directory on YCSB A/B/C, uniform and Zipf 0.99, point and
+32-key batches, threads 1/2/8, batch latency p50/p99 from a histogram.
+
+Population 1M objects (CAIRN_SUITE_POPULATION overrides it for smoke runs).
+Quick mode runs the two gate rows at threads 1, 2 and 8 and every other row
+at 2 threads, 5 repetitions; --full sweeps every row at 1, 2 and 8 threads
+with 7 repetitions.
+"""
+
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
+import gate_helpers  # noqa: E402  (bench/common/gate_helpers.py)
+
+BINARY = "cairn_directory_benchmark"
+THREADS = gate_helpers.THREADS
+MIXES = (("A", 50), ("B", 95), ("C", 100))
+_m = gate_helpers.millions
+_us = gate_helpers.micros
+
+
+def _dir_name(impl, zipf, read, batch, threads):
+    return (f"BM_Dir/{impl}/zipf:{zipf}/read:{read}/batch:{batch}"
+            f"/real_time/threads:{threads}")
+
+
+def directory_gates(ctx, plan):
+    threads_all = (1, 2, 8)
+    # One invocation (one build): both implementations of every row
+    # interleaved, so each ratio is side by side. Quick mode sweeps threads
+    # 1 and 8 on the two gate rows only.
+    gate_rows = "(zipf:0/read:50/batch:32|zipf:1/read:50/batch:1)"
+    regex = (f"BM_Dir/.*/real_time/threads:(1|2|8)$" if plan.full else
+             f"BM_Dir/.*/{gate_rows}/real_time/threads:(1|8)$|BM_Dir/.*/real_time/threads:2$")
+    all_runs = ctx.run_bench(BINARY, regex, repetitions=plan.reps, min_time=plan.min_time,
+                             env=plan.env)
+    runs = {t: all_runs for t in threads_all}
+
+    def rate(impl, zipf, read, batch, t):
+        return ctx.median(runs[t], _dir_name(impl, zipf, read, batch, t))
+
+    def lat(impl, zipf, read, batch, t, field):
+        return ctx.median(runs[t], _dir_name(impl, zipf, read, batch, t), field)
+
+    ycsb = {"title": f"directory YCSB at {THREADS} threads, {plan.population:,} objects "
+                     "(M key ops/s; batch latency in us, p50/p99 from a histogram)",
+            "columns": ["keys", "mix", "ops", "directory", "shard_directory", "ratio",
+                        "directory p50/p99", "shard_directory p50/p99"],
+            "rows": []}
+    for zipf in (0, 1):
+        for mix, read in MIXES:
+            for batch in (1, 32):
+                d = rate("directory", zipf, read, batch, THREADS)
+                s = rate("shard_directory", zipf, read, batch, THREADS)
+                latency = ["-", "-"]
+                if batch > 1:
+                    latency = [f"{_us(lat(i, zipf, read, batch, THREADS, 'p50_ns'))}/"
+                               f"{_us(lat(i, zipf, read, batch, THREADS, 'p99_ns'))}"
+                               for i in ("directory", "shard_directory")]
+                ycsb["rows"].append(["Zipf 0.99" if zipf else "uniform", f"{mix} ({read}% reads)",
+                                     "point" if batch == 1 else f"batch {batch}", _m(d), _m(s),
+                                     f"{d / s:.2f}", *latency])
+
+    sweep = {"title": "directory thread sweep (threads 8: oversubscribed on 2 cores)",
+             "columns": ["workload", "threads", "directory", "shard_directory", "ratio",
+                         "directory p99 (us)", "shard_directory p99 (us)"],
+             "rows": []}
+    for label, zipf, read, batch in (("W2 uniform batch R/W 1:1", 0, 50, 32),
+                                     ("YCSB A Zipf point", 1, 50, 1)):
+        for t in threads_all:
+            d = rate("directory", zipf, read, batch, t)
+            s = rate("shard_directory", zipf, read, batch, t)
+            p99 = ["-", "-"]
+            if batch > 1:
+                p99 = [_us(lat(i, zipf, read, batch, t, "p99_ns"))
+                       for i in ("directory", "shard_directory")]
+            sweep["rows"].append([label, t, _m(d), _m(s), f"{d / s:.2f}", *p99])
+
+    records = []
+    d, s = rate("directory", 0, 50, 32, THREADS), rate("shard_directory", 0, 50, 32, THREADS)
+    records.append(ctx.gate(
+        "directory.W2.batch_rw", "GroupDirectory WithObjects / WithObjectsExclusive vs "
+        "shard-locked directory, uniform, 32-key batches R/W 1:1, payload work", THREADS,
+        plan.population, "GroupDirectory", "shard_directory", d, s, "key ops/s",
+        higher_is_better=True, goal_value=2.0,
+        note=(f"batch p50/p99 directory {_us(lat('directory', 0, 50, 32, THREADS, 'p50_ns'))}/"
+              f"{_us(lat('directory', 0, 50, 32, THREADS, 'p99_ns'))} us, shard_directory "
+              f"{_us(lat('shard_directory', 0, 50, 32, THREADS, 'p50_ns'))}/"
+              f"{_us(lat('shard_directory', 0, 50, 32, THREADS, 'p99_ns'))} us"),
+        extra={"tables": [ycsb, sweep]}))
+    d, s = rate("directory", 1, 50, 1, THREADS), rate("shard_directory", 1, 50, 1, THREADS)
+    records.append(ctx.gate(
+        "directory.W6.zipf_a_point", "GroupDirectory WithObject / WithObjectExclusive vs "
+        "shard-locked directory, YCSB A (Zipf 0.99, 50/50) point ops, payload work", THREADS,
+        plan.population, "GroupDirectory", "shard_directory", d, s, "key ops/s",
+        higher_is_better=True, goal_value=1.2))
+    return records
+
+
+def run(ctx):
+    return gate_helpers.run_sections(
+        ctx, ((BINARY, "BM_DirSelfCheck", directory_gates,
+               ("directory.W2.batch_rw", "directory.W6.zipf_a_point")),),
+        gate_helpers.Plan(ctx))
