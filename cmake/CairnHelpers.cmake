@@ -1,5 +1,13 @@
 # Helpers shared by every component. Flags stay PRIVATE to cairn's targets.
 
+# cairn::xxhash, for the components that hash or checksum with xxHash
+# (PRIVATE_DEPS cairn::xxhash). Defined once, here, for the whole build.
+include(${CMAKE_CURRENT_LIST_DIR}/CairnXxhash.cmake)
+if(NOT TARGET cairn::xxhash)
+  message(FATAL_ERROR "cairn needs libxxhash through pkg-config "
+                      "(Debian: pkg-config libxxhash-dev; scripts/bootstrap)")
+endif()
+
 function(cairn_target_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow
                                            -Wnon-virtual-dtor -Wno-unused-parameter)

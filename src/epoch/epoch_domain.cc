@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <deque>
 #include <new>
@@ -57,7 +58,8 @@ std::uint64_t DrawNonce() {
 }
 
 bool RegisterMembarrier() {
-  const long mask = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  // syscall() returns long.
+  const auto mask = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   if (mask < 0 || (mask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
   return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
                  0) == 0;
@@ -536,7 +538,9 @@ class DomainCore {
     std::uint64_t active = 0;
     for (Slot* s = slots_head_.load(std::memory_order_acquire); s != nullptr;
          s = s->next) {
-      if (s->state.load(std::memory_order_acquire) & kActiveBit) ++active;
+      if ((s->state.load(std::memory_order_acquire) & kActiveBit) != 0) {
+        ++active;
+      }
     }
     return active;
   }
@@ -822,8 +826,10 @@ class DomainCore {
         ++expired;
       }
       if (expired == 0) return 0;
-      batch.assign(retired_.begin(), retired_.begin() + expired);
-      retired_.erase(retired_.begin(), retired_.begin() + expired);
+      const auto expired_end =
+          retired_.begin() + static_cast<std::ptrdiff_t>(expired);
+      batch.assign(retired_.begin(), expired_end);
+      retired_.erase(retired_.begin(), expired_end);
       std::size_t batch_bytes = 0;
       for (const Retired& r : batch) batch_bytes += r.bytes;
       in_flight_.push_back(

@@ -62,7 +62,7 @@ class EntryArena {
   static constexpr std::uint32_t kClasses = kLargestClassBytes / kGranule;
   static constexpr std::uint32_t kSmallSlabs = 8;
   static constexpr std::uint32_t kGroupSlabs = kHugePageBytes / kSlabBytes;
-  static_assert(kGroupSlabs * kSlabBytes == kHugePageBytes);
+  static_assert(std::size_t{kGroupSlabs} * kSlabBytes == kHugePageBytes);
   static_assert(kSmallSlabs % kGroupSlabs == 0, "groups start aligned");
 
   explicit EntryArena(IndexAllocator* allocator) noexcept
@@ -84,6 +84,10 @@ class EntryArena {
 
   static constexpr std::uint32_t Granules(std::size_t bytes) noexcept {
     return static_cast<std::uint32_t>((bytes + kGranule - 1) >> kGranuleShift);
+  }
+  // The bytes of `granules` granules, computed in size_t.
+  static constexpr std::size_t GranuleBytes(std::uint32_t granules) noexcept {
+    return std::size_t{granules} * kGranule;
   }
 
   // Memory for one more slab (or slab group), taken from the allocator but
@@ -176,8 +180,8 @@ class EntryArena {
     if (head != 0) {
       const std::uint32_t handle = head;
       std::memcpy(&head, Address(handle), sizeof(head));
-      live_bytes_ += granules * kGranule;
-      free_bytes_ -= granules * kGranule;
+      live_bytes_ += GranuleBytes(granules);
+      free_bytes_ -= GranuleBytes(granules);
       return handle;
     }
     if (slab_count_ == 0 || bump_ + granules * kGranule > kSlabBytes) {
@@ -188,7 +192,7 @@ class EntryArena {
     const std::uint32_t handle =
         ((slab_count_ - 1) << kOffsetBits) | (bump_ >> kGranuleShift);
     bump_ += granules * kGranule;
-    live_bytes_ += granules * kGranule;
+    live_bytes_ += GranuleBytes(granules);
     return handle;
   }
 
@@ -198,8 +202,8 @@ class EntryArena {
     std::uint32_t& head = free_heads_[granules - 1];
     std::memcpy(Address(handle), &head, sizeof(head));
     head = handle;
-    live_bytes_ -= granules * kGranule;
-    free_bytes_ += granules * kGranule;
+    live_bytes_ -= GranuleBytes(granules);
+    free_bytes_ += GranuleBytes(granules);
   }
 
   void* Address(std::uint32_t handle) const noexcept {
@@ -229,8 +233,8 @@ class EntryArena {
       if (granules > 0) {
         const std::uint32_t handle =
             ((slab_count_ - 1) << kOffsetBits) | (bump_ >> kGranuleShift);
-        live_bytes_ += granules * kGranule;  // Free() subtracts it again.
-        Free(handle, granules * kGranule);
+        live_bytes_ += GranuleBytes(granules);  // Free() subtracts it again.
+        Free(handle, GranuleBytes(granules));
       }
     }
     ++slab_count_;
@@ -292,6 +296,9 @@ class BucketPool {
   static constexpr unsigned kChunkShift = 9;
   static constexpr std::uint32_t kChunkBuckets = 1u << kChunkShift;
   static constexpr std::uint32_t kMaxChunks = 1u << (32 - kChunkShift);
+  // One entry of the chunk directory, an array of Bucket pointers.
+  // NOLINTNEXTLINE(bugprone-sizeof-expression): the size of a pointer, meant
+  static constexpr std::size_t kChunkPointerBytes = sizeof(Bucket*);
 
   explicit BucketPool(IndexAllocator* allocator) noexcept
       : allocator_(allocator) {}
@@ -334,7 +341,7 @@ class BucketPool {
       capacity = chunk_capacity_ == 0 ? 4 : chunk_capacity_ * 2;
       while (capacity < chunk_count_ + adding) capacity *= 2;
       void* memory =
-          allocator_->Allocate(capacity * sizeof(Bucket*), alignof(Bucket*));
+          allocator_->Allocate(capacity * kChunkPointerBytes, alignof(Bucket*));
       if (memory == nullptr) return false;
       directory = static_cast<Bucket**>(memory);
     }
@@ -348,7 +355,7 @@ class BucketPool {
                                  alignof(Bucket));
         }
         if (directory != chunks_) {
-          allocator_->Deallocate(directory, capacity * sizeof(Bucket*),
+          allocator_->Deallocate(directory, capacity * kChunkPointerBytes,
                                  alignof(Bucket*));
         }
         return false;
@@ -358,10 +365,10 @@ class BucketPool {
     // Everything is in hand: install.
     if (directory != chunks_) {
       if (chunk_count_ != 0) {
-        std::memcpy(directory, chunks_, chunk_count_ * sizeof(Bucket*));
+        std::memcpy(directory, chunks_, chunk_count_ * kChunkPointerBytes);
       }
       if (chunks_ != nullptr) {
-        allocator_->Deallocate(chunks_, chunk_capacity_ * sizeof(Bucket*),
+        allocator_->Deallocate(chunks_, chunk_capacity_ * kChunkPointerBytes,
                                alignof(Bucket*));
       }
       chunks_ = directory;
@@ -408,7 +415,7 @@ class BucketPool {
   std::size_t reserved_bytes() const noexcept {
     return static_cast<std::size_t>(chunk_count_) * kChunkBuckets *
                sizeof(Bucket) +
-           chunk_capacity_ * sizeof(Bucket*);
+           chunk_capacity_ * kChunkPointerBytes;
   }
 
  private:
@@ -418,7 +425,7 @@ class BucketPool {
                              alignof(Bucket));
     }
     if (chunks_ != nullptr) {
-      allocator_->Deallocate(chunks_, chunk_capacity_ * sizeof(Bucket*),
+      allocator_->Deallocate(chunks_, chunk_capacity_ * kChunkPointerBytes,
                              alignof(Bucket*));
     }
     chunks_ = nullptr;
