@@ -65,8 +65,9 @@ function(cairn_add_test component)
   add_executable(${target} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/testing/alloc_counter.cc)
   target_link_libraries(${target} PRIVATE cairn::${component} ${ARG_DEPS}
                                           GTest::gtest GTest::gtest_main Threads::Threads)
-  # tests/ for shared test helpers, the root for bench/baselines.
-  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR})
+  # tests/ for the shared test helpers (tests/testing/) and each
+  # component's fixtures (tests/<component>/).
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   cairn_target_warnings(${target})
   include(GoogleTest)
   gtest_discover_tests(${target} TEST_PREFIX "${component}." DISCOVERY_MODE PRE_TEST
