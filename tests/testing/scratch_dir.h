@@ -1,0 +1,47 @@
+// Copyright 2026 The cairn Authors.
+//
+// ScratchDir: a fresh directory under $TMPDIR (or /tmp) for one test,
+// removed with everything in it when the test ends.
+
+#ifndef CAIRN_TESTS_TESTING_SCRATCH_DIR_H_
+#define CAIRN_TESTS_TESTING_SCRATCH_DIR_H_
+
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace cairn::testing {
+
+class ScratchDir {
+ public:
+  // `prefix` names the directory (cairn_<prefix>_XXXXXX), for the odd
+  // one a failed run leaves behind.
+  explicit ScratchDir(const std::string& prefix = "test") {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") +
+                          "/cairn_" + prefix + "_XXXXXX";
+    char* made = ::mkdtemp(pattern.data());
+    if (made == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace cairn::testing
+
+#endif  // CAIRN_TESTS_TESTING_SCRATCH_DIR_H_
