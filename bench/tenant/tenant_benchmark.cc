@@ -35,8 +35,8 @@
 #include <thread>
 #include <vector>
 
-#include "cairn/directory/eviction.h"
-#include "cairn/directory/tenant_registry.h"
+#include "cairn/tenant/eviction.h"
+#include "cairn/tenant/tenant_registry.h"
 
 namespace cairn {
 namespace {

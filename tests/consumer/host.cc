@@ -15,7 +15,7 @@
 
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
-#include "cairn/directory/file_durable_log.h"
+#include "cairn/ha/file_durable_log.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/epoch/epoch_domain.h"
 

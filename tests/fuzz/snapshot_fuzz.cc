@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "cairn/directory/snapshot.h"
+#include "cairn/ha/snapshot.h"
 #include "cairn/epoch/epoch_domain.h"
 
 namespace {

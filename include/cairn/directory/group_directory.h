@@ -466,7 +466,7 @@ class GroupDirectory {
   // The account this directory charges; null without quota.
   QuotaAccount* quota() const noexcept { return options_.quota; }
 
-  // ---- eviction hooks (V1-V5; the kernel is cairn/directory/eviction.h) ----
+  // ---- eviction hooks (V1-V5; the kernel is cairn/tenant/eviction.h) ----
 
   // An object the eviction commit removed. The payload was moved out under
   // the object's exclusive lock, after the object became kRemoving, so no
@@ -502,7 +502,7 @@ class GroupDirectory {
         chunk);
   }
 
-  // ---- snapshot hook (H2, cairn/directory/snapshot.h) ----
+  // ---- snapshot hook (H2, cairn/ha/snapshot.h) ----
 
   // Reads the unit `handle` belongs to in one step, for a snapshot, granting
   // no lease (a snapshot is not a read). A singleton: fn(const View&) under

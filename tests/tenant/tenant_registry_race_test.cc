@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/directory/tenant_registry.h"
+#include "cairn/tenant/tenant_registry.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"
 

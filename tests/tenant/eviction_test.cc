@@ -2,7 +2,7 @@
 //
 // The eviction kernel (V1-V5) and its policies.
 
-#include "cairn/directory/eviction.h"
+#include "cairn/tenant/eviction.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
 // Copyright 2026 The cairn Authors.
 //
 // The snapshot file (H2): its writer and its validating reader. Machinery for
-// cairn/directory/snapshot.h, which is what hosts include; docs/snapshot.md
+// cairn/ha/snapshot.h, which is what hosts include; docs/snapshot.md
 // has the format.
 //
 //   file    = header (64 B) | record* | trailer (32 B)
@@ -21,8 +21,8 @@
 // Thread safety: a writer is used by one thread. ReadSnapshotFile is a pure
 // function of the file.
 
-#ifndef CAIRN_DIRECTORY_INTERNAL_SNAPSHOT_FILE_H_
-#define CAIRN_DIRECTORY_INTERNAL_SNAPSHOT_FILE_H_
+#ifndef CAIRN_HA_INTERNAL_SNAPSHOT_FILE_H_
+#define CAIRN_HA_INTERNAL_SNAPSHOT_FILE_H_
 
 #include <bit>
 #include <cstddef>
@@ -194,4 +194,4 @@ std::vector<char> FrameSnapshotForTest(
 
 CAIRN_NAMESPACE_END
 
-#endif  // CAIRN_DIRECTORY_INTERNAL_SNAPSHOT_FILE_H_
+#endif  // CAIRN_HA_INTERNAL_SNAPSHOT_FILE_H_

@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/base/clock.h"
-#include "cairn/directory/eviction.h"
+#include "cairn/tenant/eviction.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"
 

@@ -3,7 +3,7 @@
 // TenantRegistry: T1, T2, the default tenant, the shared route domain and
 // the registry's own domain (E6).
 
-#include "cairn/directory/tenant_registry.h"
+#include "cairn/tenant/tenant_registry.h"
 
 #include <atomic>
 #include <chrono>

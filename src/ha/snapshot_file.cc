@@ -1,10 +1,10 @@
 // Copyright 2026 The cairn Authors.
 //
 // The snapshot file's writer and validating reader
-// (cairn/directory/internal/snapshot_file.h). xxHash stays here, out of the
+// (cairn/ha/internal/snapshot_file.h). xxHash stays here, out of the
 // public headers.
 
-#include "cairn/directory/internal/snapshot_file.h"
+#include "cairn/ha/internal/snapshot_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

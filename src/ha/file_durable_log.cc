@@ -1,6 +1,6 @@
 // Copyright 2026 The cairn Authors.
 
-#include "cairn/directory/file_durable_log.h"
+#include "cairn/ha/file_durable_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

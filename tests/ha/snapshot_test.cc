@@ -5,7 +5,7 @@
 // quota on restore, corrupt files, and a snapshot taken while writers churn
 // (SnapshotStressTest) restored and checked against what the writers did.
 
-#include "cairn/directory/snapshot.h"
+#include "cairn/ha/snapshot.h"
 
 #include <unistd.h>
 
@@ -30,7 +30,7 @@
 
 #include "cairn/base/clock.h"
 #include "cairn/directory/group_directory.h"
-#include "cairn/directory/tenant_registry.h"
+#include "cairn/tenant/tenant_registry.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"

@@ -15,7 +15,7 @@
 
 #include "cairn/base/clock.h"
 #include "cairn/directory/group_directory.h"
-#include "cairn/directory/tenant_registry.h"
+#include "cairn/tenant/tenant_registry.h"
 #include "directory/directory_testing.h"
 #include "testing/alloc_counter.h"
 #include "testing/stress.h"

@@ -1,0 +1,493 @@
+// Copyright 2026 The cairn Authors.
+//
+// The eviction kernel: one pipeline for every policy (V1-V5,
+// docs/tenants.md).
+//
+//   census (GroupDirectory::Census: VisitHandles chunks, each object's
+//   metadata copied under its shared lock, no lease granted)
+//   -> rank outside every lock: earliest lease deadline first; soft-pinned
+//      objects only in a second pass, only if allowed and only if the first
+//      pass did not reach the lower bound (V3). The ranking keeps only the
+//      best candidates that cover the goal with slack (a bounded heap), not
+//      one entry per object: a cycle over 1M objects that frees a few MiB
+//      allocates and sorts a few hundred candidates, not 1M. If skips use up
+//      the kept candidates before the goal, the census runs again with a
+//      larger cover (EvictionResult::census_rounds).
+//   -> one candidate per explicit group (dedupe by group)
+//   -> offload hand-off (optional host hook, no lock held)
+//   -> GroupDirectory::EvictIfUnchanged: lock group, then members in key
+//      order, revalidate identity, lifecycle, version, lease, pins, tasks;
+//      release quota, mark kRemoving, matched-unlink every member (V1, V2)
+//   -> host release callback with the tokens and payloads, no lock held.
+//
+// Policies pick the directories and the byte goals: MemoryWatermarkPolicy
+// (every tenant, size bytes) and the tenant-quota deficit (one tenant,
+// counted bytes, V5). A candidate that changed since the census is skipped
+// and the kernel keeps going down the ranking: a goal is a minimum, not a
+// count (V2).
+//
+// Thread safety: an Evictor is safe from any thread; concurrent cycles are
+// allowed (each candidate is revalidated under its locks) but compete for the
+// same objects. A cycle holds no lock across host code or across another
+// candidate; the callbacks (offload, on_evicted, the directories'
+// on_removed) run with no cairn lock held and may call the directory.
+
+#ifndef CAIRN_TENANT_EVICTION_H_
+#define CAIRN_TENANT_EVICTION_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "cairn/base/status.h"
+#include "cairn/base/version.h"
+#include "cairn/directory/group_directory.h"
+#include "cairn/tenant/tenant_registry.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+// Memory watermark: when the tenants' objects hold more than
+// high_watermark_ratio x capacity_bytes (size bytes), evict down to
+// target_ratio x capacity with unpinned objects; if that cannot reach
+// lower_bound_ratio x capacity and soft-pinned eviction is allowed, evict
+// soft-pinned objects until it does. Requires
+// 0 <= target_ratio <= lower_bound_ratio <= high_watermark_ratio <= 1 with
+// high_watermark_ratio > 0, all finite, and capacity_bytes > 0.
+struct MemoryWatermarkPolicy {
+  std::uint64_t capacity_bytes = 0;
+  double high_watermark_ratio = 0.95;
+  double target_ratio = 0.80;
+  double lower_bound_ratio = 0.90;
+
+  Status Validate() const {
+    const double h = high_watermark_ratio;
+    const double t = target_ratio;
+    const double l = lower_bound_ratio;
+    if (!std::isfinite(h) || !std::isfinite(t) || !std::isfinite(l)) {
+      return InvalidArgumentError("eviction ratios must be finite");
+    }
+    if (capacity_bytes == 0) {
+      return InvalidArgumentError("eviction capacity_bytes must be > 0");
+    }
+    if (!(h > 0 && h <= 1) || !(t >= 0) || !(t <= l) || !(l <= h)) {
+      return InvalidArgumentError(
+          "eviction ratios need 0 <= target <= lower_bound <= high_watermark "
+          "<= 1 and high_watermark > 0");
+    }
+    return Status::Ok();
+  }
+};
+
+struct EvictionResult {
+  std::size_t census_objects = 0;  // summed over census rounds
+  // Evictable candidates the census found (after group dedupe and census
+  // filters), summed over census rounds.
+  std::size_t candidates = 0;
+  // Of those, the ones the bounded ranking kept (V3 order among them is
+  // exact): about what covers the goal twice over, at least
+  // Evictor::kMinRanked per pass, whatever the directory's size.
+  std::size_t ranked = 0;
+  std::size_t census_rounds = 0;
+  std::size_t evicted_objects = 0;  // every member of an evicted group counts
+  std::size_t evicted_groups = 0;
+  std::size_t skipped = 0;          // changed since the census (V2)
+  std::size_t offload_refused = 0;  // kept because the hand-off was refused
+  std::size_t offloaded = 0;
+  std::uint64_t freed_bytes = 0;  // in the policy's measure
+  bool used_soft_pinned_pass = false;
+};
+
+template <typename Payload = EmptyPayload,
+          template <typename> class Route = ObjectRouteIndex>
+class Evictor {
+ public:
+  using Directory = GroupDirectory<Payload, Route>;
+  using Handle = ObjectHandle<Payload>;
+  using Evicted = typename Directory::Evicted;
+  using Registry = TenantRegistry<Payload, Route>;
+
+  // Which bytes a goal counts.
+  enum class Measure : std::uint8_t { kSizeBytes, kCountedBytes };
+
+  struct Options {
+    // V3: soft-pinned objects may be evicted in a second pass.
+    bool allow_soft_pinned = false;
+    // V4: with an offload hook, a refused hand-off keeps the object unless
+    // force_evict is set.
+    bool force_evict = false;
+    // Offered each candidate (every member of a group) before its commit,
+    // with no lock held; true: the host took the data. Null: no offload.
+    std::function<bool(const Handle&)> offload;
+    // Called after each committed candidate with what it removed (a group's
+    // members together), with no lock held; the payloads are the host's.
+    std::function<void(std::span<Evicted>)> on_evicted;
+    std::size_t census_chunk = 0;  // 0: the directory's visit_chunk
+  };
+
+  explicit Evictor(Options options = {}) : options_(std::move(options)) {}
+
+  // The kernel: evicts from `dirs` until `target_bytes` (measured by
+  // `measure`) are freed with unpinned candidates, then, if fewer than
+  // `lower_bound_bytes` were freed and soft-pinned eviction is allowed,
+  // continues with soft-pinned ones until `lower_bound_bytes`. Candidates
+  // run in one global ranking across `dirs`. A directory shut down mid-way
+  // is skipped.
+  EvictionResult Evict(std::span<Directory* const> dirs,
+                       std::uint64_t target_bytes,
+                       std::uint64_t lower_bound_bytes, Measure measure) {
+    EvictionResult result;
+    if (target_bytes == 0 && lower_bound_bytes == 0) return result;
+    // Candidates whose offload was refused (and kept) are not offered again
+    // by a later census round of this call.
+    Refused refused;
+    std::uint64_t slack = kInitialSlack;
+    while (true) {
+      const std::uint64_t freed = result.freed_bytes;
+      const std::uint64_t need_unpinned =
+          target_bytes > freed ? target_bytes - freed : 0;
+      const std::uint64_t need_soft =
+          options_.allow_soft_pinned && lower_bound_bytes > freed
+              ? lower_bound_bytes - freed
+              : 0;
+      Selection unpinned(SaturatingMul(need_unpinned, slack),
+                         need_unpinned > 0);
+      Selection soft(SaturatingMul(need_soft, slack), need_soft > 0);
+      CensusAndRank(dirs, measure, refused, &unpinned, &soft, &result);
+      std::vector<Candidate> ranked = unpinned.TakeRanked();
+      RunPass(dirs, ranked, /*soft=*/false, target_bytes, measure, refused,
+              &result);
+      if (result.freed_bytes < target_bytes && unpinned.dropped()) {
+        slack = SaturatingMul(slack, kSlackGrowth);  // more exist: look again
+        continue;
+      }
+      if (options_.allow_soft_pinned &&
+          result.freed_bytes < lower_bound_bytes) {
+        result.used_soft_pinned_pass = true;
+        ranked = soft.TakeRanked();
+        RunPass(dirs, ranked, /*soft=*/true, lower_bound_bytes, measure,
+                refused, &result);
+        if (result.freed_bytes < lower_bound_bytes && soft.dropped()) {
+          slack = SaturatingMul(slack, kSlackGrowth);
+          continue;
+        }
+      }
+      return result;
+    }
+  }
+
+  // Memory watermark over every tenant of `registry` (size bytes). Census
+  // of every tenant; nothing is evicted below the high watermark.
+  // kInvalidArgument for a policy with nonsense ratios.
+  Result<EvictionResult> RunWatermark(const Registry& registry,
+                                      const MemoryWatermarkPolicy& policy) {
+    if (Status s = policy.Validate(); !s.ok()) return s;
+    std::vector<typename Registry::Handle> tenants = registry.Tenants();
+    std::vector<Directory*> dirs;
+    dirs.reserve(tenants.size());
+    std::uint64_t used = 0;
+    for (const auto& t : tenants) {
+      dirs.push_back(&t->directory());
+      t->directory()
+          .Census([&](const Handle&, const ObjectMetadata& m) {
+            used += m.size_bytes;
+          })
+          .IgnoreError();
+    }
+    return RunWatermarkOn(dirs, used, policy);
+  }
+
+  // The same policy over explicit directories, with `used_bytes` measured by
+  // the host (or by a census).
+  Result<EvictionResult> RunWatermarkOn(std::span<Directory* const> dirs,
+                                        std::uint64_t used_bytes,
+                                        const MemoryWatermarkPolicy& policy) {
+    if (Status s = policy.Validate(); !s.ok()) return s;
+    const double cap = static_cast<double>(policy.capacity_bytes);
+    if (static_cast<double>(used_bytes) <= policy.high_watermark_ratio * cap) {
+      return EvictionResult{};
+    }
+    auto need = [&](double ratio) -> std::uint64_t {
+      const double keep = ratio * cap;
+      const double u = static_cast<double>(used_bytes);
+      return u > keep ? static_cast<std::uint64_t>(std::ceil(u - keep)) : 0;
+    };
+    return Evict(dirs, need(policy.target_ratio),
+                 need(policy.lower_bound_ratio), Measure::kSizeBytes);
+  }
+
+  // Tenant-quota deficit (V5): frees the tenant's deficit in counted bytes,
+  // from that tenant only. Nothing to do if it is within its limit.
+  EvictionResult RunQuotaDeficit(typename Registry::TenantType& tenant) {
+    const std::uint64_t deficit = tenant.quota().deficit();
+    if (deficit == 0) return EvictionResult{};
+    Directory* dir = &tenant.directory();
+    return Evict(std::span<Directory* const>(&dir, 1), deficit, deficit,
+                 Measure::kCountedBytes);
+  }
+
+ private:
+  // The bounded ranking keeps the best candidates covering slack x the
+  // bytes still needed; the slack grows by kSlackGrowth per census round
+  // that ran out of kept candidates (skips) while more existed.
+  static constexpr std::uint64_t kInitialSlack = 2;
+  static constexpr std::uint64_t kSlackGrowth = 8;
+
+ public:
+  // Each pass keeps at least this many candidates, whatever their bytes, so
+  // a few skips do not force another census round.
+  static constexpr std::size_t kMinRanked = 16;
+
+ private:
+  struct Candidate {
+    std::size_t dir = 0;
+    Handle handle;
+    std::uint64_t version = 0;
+    std::int64_t lease = 0;
+    std::uint64_t bytes = 0;  // a group's: the sum of its census members
+    bool soft_pinned = false;
+    std::vector<Handle> members;  // a group's members seen by the census
+  };
+
+  // V3 order: earliest lease deadline first; ties: the larger first, so
+  // fewer commits reach the goal.
+  static bool RanksBefore(std::int64_t lease_a, std::uint64_t bytes_a,
+                          std::int64_t lease_b, std::uint64_t bytes_b) {
+    if (lease_a != lease_b) return lease_a < lease_b;
+    return bytes_a > bytes_b;
+  }
+  static bool RanksBefore(const Candidate& a, const Candidate& b) {
+    return RanksBefore(a.lease, a.bytes, b.lease, b.bytes);
+  }
+
+  static std::uint64_t SaturatingMul(std::uint64_t a, std::uint64_t b) {
+    if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) {
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    return a * b;
+  }
+
+  // The best-ranked candidates whose bytes cover `cover` (and at least
+  // kMinRanked of them): a heap with the worst kept candidate on top. A
+  // candidate ranked after every kept one is refused once the cover is met,
+  // before its handle is copied; a kept one that the cover no longer needs
+  // is dropped. dropped(): some evictable candidate was not kept.
+  class Selection {
+   public:
+    Selection(std::uint64_t cover, bool wanted)
+        : cover_(cover), wanted_(wanted) {}
+
+    bool Wants(std::int64_t lease, std::uint64_t bytes) {
+      if (!wanted_) return false;
+      if (Covered() && !RanksBefore(lease, bytes, heap_.front().lease,
+                                    heap_.front().bytes)) {
+        dropped_ = true;
+        return false;
+      }
+      return true;
+    }
+    // Only after Wants() said true.
+    void Add(Candidate c) {
+      sum_ += c.bytes;
+      heap_.push_back(std::move(c));
+      std::push_heap(heap_.begin(), heap_.end(), WorseOnTop);
+      while (heap_.size() > kMinRanked &&
+             sum_ - heap_.front().bytes >= cover_) {
+        sum_ -= heap_.front().bytes;
+        std::pop_heap(heap_.begin(), heap_.end(), WorseOnTop);
+        heap_.pop_back();
+        dropped_ = true;
+      }
+    }
+    std::size_t size() const { return heap_.size(); }
+    bool dropped() const { return dropped_; }
+    // The kept candidates, best first.
+    std::vector<Candidate> TakeRanked() {
+      std::sort_heap(heap_.begin(), heap_.end(), WorseOnTop);
+      return std::move(heap_);
+    }
+
+   private:
+    static bool WorseOnTop(const Candidate& a, const Candidate& b) {
+      return RanksBefore(a, b);
+    }
+    bool Covered() const {
+      return heap_.size() >= kMinRanked && sum_ >= cover_;
+    }
+
+    const std::uint64_t cover_;
+    const bool wanted_;
+    std::uint64_t sum_ = 0;
+    bool dropped_ = false;
+    std::vector<Candidate> heap_;
+  };
+
+  // Handles whose offload was refused and kept, pinned so that their
+  // addresses stay theirs for the whole Evict call.
+  struct Refused {
+    std::unordered_set<const void*> entries;
+    std::vector<Handle> pinned;
+    bool Contains(const Handle& h) const {
+      return !entries.empty() && entries.count(h.get()) != 0;
+    }
+    void Add(const Handle& h) {
+      if (entries.insert(h.get()).second) pinned.push_back(h);
+    }
+  };
+
+  // One census round over `dirs` into the two bounded rankings. Candidates
+  // whose hand-off was refused earlier in this Evict call are left out.
+  void CensusAndRank(std::span<Directory* const> dirs, Measure measure,
+                     const Refused& refused, Selection* unpinned,
+                     Selection* soft_pinned, EvictionResult* result) {
+    ++result->census_rounds;
+    // Group dedupe: one candidate per (directory, group); its bytes add up
+    // the members the census saw. Groups are ranked once the census is
+    // over, when a blocked member is known.
+    struct GroupKey {
+      std::size_t dir;
+      GroupId group;
+      bool operator==(const GroupKey&) const = default;
+    };
+    struct GroupKeyHash {
+      std::size_t operator()(const GroupKey& k) const noexcept {
+        return std::hash<std::uint64_t>{}(k.group * 0x9e3779b97f4a7c15ULL ^
+                                          k.dir);
+      }
+    };
+    std::vector<Candidate> groups;
+    std::unordered_map<GroupKey, std::size_t, GroupKeyHash> group_slot;
+    std::unordered_set<GroupKey, GroupKeyHash> group_blocked;
+    auto offer = [&](std::int64_t lease, std::uint64_t bytes, bool soft,
+                     auto&& make) {
+      ++result->candidates;
+      Selection* sel = soft ? soft_pinned : unpinned;
+      if (sel->Wants(lease, bytes)) sel->Add(make());
+    };
+    for (std::size_t d = 0; d < dirs.size(); ++d) {
+      const std::int64_t now = dirs[d]->clock()->NowNanos();
+      dirs[d]
+          ->Census(
+              [&](const Handle& h, const ObjectMetadata& m) {
+                ++result->census_objects;
+                const GroupId g =
+                    h->group() == nullptr ? kNoGroup : h->group()->id();
+                const bool blocked = m.hard_pinned || m.tasks != 0 ||
+                                     m.lease_deadline_nanos > now;
+                const std::uint64_t bytes = measure == Measure::kSizeBytes
+                                                ? m.size_bytes
+                                                : m.counted_bytes;
+                const bool soft = m.soft_pin_deadline_nanos > now;
+                if (g == kNoGroup) {
+                  if (blocked || refused.Contains(h)) return;
+                  offer(m.lease_deadline_nanos, bytes, soft, [&] {
+                    return Candidate{
+                        d,     h,    m.version, m.lease_deadline_nanos,
+                        bytes, soft, {}};
+                  });
+                  return;
+                }
+                const GroupKey key{d, g};
+                if (blocked) {  // one unevictable member keeps the group
+                  group_blocked.insert(key);
+                  return;
+                }
+                auto [it, fresh] = group_slot.emplace(key, groups.size());
+                if (fresh) {
+                  groups.push_back(Candidate{d,
+                                             h,
+                                             m.version,
+                                             m.lease_deadline_nanos,
+                                             bytes,
+                                             soft,
+                                             {h}});
+                } else {
+                  Candidate& c = groups[it->second];
+                  c.bytes += bytes;
+                  c.soft_pinned = c.soft_pinned || soft;
+                  c.members.push_back(h);
+                }
+              },
+              options_.census_chunk)
+          .IgnoreError();
+    }
+    for (Candidate& c : groups) {
+      if (group_blocked.count(GroupKey{c.dir, c.handle->group()->id()}) != 0 ||
+          refused.Contains(c.handle)) {
+        continue;
+      }
+      offer(c.lease, c.bytes, c.soft_pinned, [&] { return std::move(c); });
+    }
+    result->ranked += unpinned->size() + soft_pinned->size();
+  }
+
+  void RunPass(std::span<Directory* const> dirs,
+               const std::vector<Candidate>& ranked, bool soft,
+               std::uint64_t goal, Measure measure, Refused& refused,
+               EvictionResult* result) {
+    std::vector<Evicted> out;
+    for (const Candidate& c : ranked) {
+      if (result->freed_bytes >= goal) return;
+      if (c.soft_pinned != soft) continue;
+      if (options_.offload) {
+        if (refused.Contains(c.handle)) continue;
+        if (!HandOff(c, result)) {
+          refused.Add(c.handle);  // a group: every member, so any matches
+          for (const Handle& m : c.members) refused.Add(m);
+          continue;
+        }
+      }
+      out.clear();
+      // With offload, a group evicts only the members that were offered.
+      const std::size_t expect = options_.offload ? c.members.size() : 0;
+      const StatusCode code = dirs[c.dir]->EvictIfUnchanged(c.handle, c.version,
+                                                            soft, &out, expect);
+      if (code != StatusCode::kOk) {
+        if (code == StatusCode::kAborted) ++result->skipped;
+        continue;
+      }
+      result->evicted_objects += out.size();
+      if (c.handle->group() != nullptr) ++result->evicted_groups;
+      for (const Evicted& x : out) {
+        result->freed_bytes +=
+            measure == Measure::kSizeBytes ? x.size_bytes : x.counted_bytes;
+      }
+      if (options_.on_evicted) {
+        options_.on_evicted(std::span<Evicted>(out.data(), out.size()));
+      }
+    }
+  }
+
+  // V4: offers the candidate (a group's every live member) for offload.
+  // False: keep it (refused and not force_evict).
+  bool HandOff(const Candidate& c, EvictionResult* result) {
+    bool accepted = true;
+    if (c.members.empty()) {
+      accepted = options_.offload(c.handle);
+    } else {
+      for (const Handle& h : c.members) {
+        accepted = options_.offload(h) && accepted;
+      }
+    }
+    if (accepted) {
+      ++result->offloaded;
+      return true;
+    }
+    ++result->offload_refused;
+    return options_.force_evict;
+  }
+
+  const Options options_;
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_TENANT_EVICTION_H_

@@ -1,0 +1,363 @@
+// Copyright 2026 The cairn Authors.
+//
+// TenantRegistry: the host's map from tenant name to Tenant (its quota
+// account and its GroupDirectory), published as immutable copy-on-write
+// snapshots (docs/tenants.md).
+//
+// Two epoch domains, both owned here unless the host passes its own route
+// domain:
+//   - the registry's own domain protects the snapshots (E6: a reader stalled
+//     in it never delays route reclamation, and the other way round);
+//   - one route domain shared by every tenant's route (the RFC's
+//     process-wide route domain), so a thread that alternates between
+//     tenants keeps one participant for all of them.
+//
+// T1: GetOrCreate runs the factory once per (name, instance) however many
+// callers race; every racer gets the same handle, and the tenant (quota
+// bound to its directory) is fully built before the snapshot that names it
+// is published. T2: Remove(name, instance) takes the tenant out of later
+// snapshots; handles already held stay valid (shared ownership), a later
+// GetOrCreate makes a new instance with a new TenantInstanceId, and
+// instances never share objects. Empty tenants are never removed by the
+// registry on its own.
+//
+// Thread safety: every method is safe from any thread. Find/WithTenant/
+// GetOrCreate's hit path take no lock: one guard of the registry domain and
+// an acquire load. Writers (a GetOrCreate miss, Remove) serialise on the
+// registry writer lock, which is never held across host code (the factory)
+// or tenant work; the old snapshot is retired after it is released. Lock
+// order: registry writer -> (nothing); tenant work (group -> members) runs
+// with no registry lock held (docs/concurrency.md).
+
+#ifndef CAIRN_TENANT_TENANT_REGISTRY_H_
+#define CAIRN_TENANT_TENANT_REGISTRY_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cairn/base/mutex.h"
+#include "cairn/base/status.h"
+#include "cairn/base/thread_annotations.h"
+#include "cairn/base/version.h"
+#include "cairn/directory/group_directory.h"
+#include "cairn/directory/quota.h"
+#include "cairn/epoch/epoch_domain.h"
+#include "cairn/route/internal/route_hash.h"
+
+CAIRN_NAMESPACE_BEGIN
+
+// What a tenant is built from. The registry overrides three directory
+// fields: tenant_instance (a fresh id), quota (the tenant's own account) and
+// route.epoch_domain (the shared route domain).
+struct TenantOptions {
+  std::uint64_t quota_limit_bytes = QuotaAccount::kUnlimited;
+  DirectoryOptions directory;
+};
+
+// One tenant instance: its name, instance id, quota account and directory.
+// The account is constructed before the directory and bound to it, so a
+// published tenant always charges its own account (T1).
+template <typename Payload = EmptyPayload,
+          template <typename> class Route = ObjectRouteIndex>
+class Tenant {
+ public:
+  using Directory = GroupDirectory<Payload, Route>;
+
+  Tenant(std::string name, TenantInstanceId instance, TenantOptions options,
+         EpochDomain* route_domain)
+      : name_(std::move(name)),
+        instance_(instance),
+        quota_(options.quota_limit_bytes),
+        directory_(Bind(std::move(options.directory), instance, &quota_,
+                        route_domain)) {}
+  Tenant(const Tenant&) = delete;
+  Tenant& operator=(const Tenant&) = delete;
+
+  std::string_view name() const noexcept { return name_; }
+  TenantInstanceId instance_id() const noexcept { return instance_; }
+  QuotaAccount& quota() noexcept { return quota_; }
+  const QuotaAccount& quota() const noexcept { return quota_; }
+  Directory& directory() noexcept { return directory_; }
+  const Directory& directory() const noexcept { return directory_; }
+
+ private:
+  static DirectoryOptions Bind(DirectoryOptions d, TenantInstanceId instance,
+                               QuotaAccount* quota, EpochDomain* domain) {
+    d.tenant_instance = instance;
+    d.quota = quota;
+    d.route.epoch_domain = domain;
+    return d;
+  }
+
+  const std::string name_;
+  const TenantInstanceId instance_;
+  QuotaAccount quota_;
+  Directory directory_;
+};
+
+struct RegistryOptions {
+  // The registry's own domain (snapshots only).
+  EpochOptions registry_epoch = [] {
+    EpochOptions o;
+    o.name = "tenant-registry";
+    o.retired_bytes_cap = std::size_t{64} << 20;
+    return o;
+  }();
+  // The route domain every tenant's route shares; must outlive the registry
+  // and every tenant handle. Null: the registry owns one built from
+  // route_epoch.
+  EpochDomain* route_domain = nullptr;
+  EpochOptions route_epoch = [] {
+    EpochOptions o;
+    o.name = "route";
+    return o;
+  }();
+  // Created with the registry and never removed (Remove refuses it).
+  std::string default_tenant = "default";
+  TenantOptions default_tenant_options;
+  std::size_t max_name_bytes = 256;
+};
+
+template <typename Payload = EmptyPayload,
+          template <typename> class Route = ObjectRouteIndex>
+class TenantRegistry {
+ public:
+  using TenantType = Tenant<Payload, Route>;
+  using Handle = std::shared_ptr<TenantType>;
+  // Builds the options of a new tenant; runs once per created instance,
+  // with no registry lock held. An error fails that GetOrCreate (and the
+  // callers racing it) and publishes nothing.
+  using Factory = std::function<Result<TenantOptions>(std::string_view name)>;
+
+  explicit TenantRegistry(RegistryOptions options = {})
+      : options_(std::move(options)),
+        owned_route_domain_(
+            options_.route_domain == nullptr
+                ? std::make_unique<EpochDomain>(options_.route_epoch)
+                : nullptr),
+        route_domain_(options_.route_domain != nullptr
+                          ? options_.route_domain
+                          : owned_route_domain_.get()),
+        registry_domain_(options_.registry_epoch),
+        current_(new Snapshot()) {
+    TenantOptions defaults = options_.default_tenant_options;
+    Result<Handle> made =
+        GetOrCreate(options_.default_tenant,
+                    [defaults](std::string_view) -> Result<TenantOptions> {
+                      return defaults;
+                    });
+    CAIRN_CHECK_MSG(made.ok(), "the default tenant could not be created");
+    default_ = std::move(made).value();
+  }
+  TenantRegistry(const TenantRegistry&) = delete;
+  TenantRegistry& operator=(const TenantRegistry&) = delete;
+
+  // No call may still be running. Tenants die with their last handle; a
+  // handle held past the registry must not outlive the route domain.
+  ~TenantRegistry() {
+    default_.reset();
+    delete current_.load(std::memory_order_acquire);
+    registry_domain_.Shutdown(std::chrono::seconds(1)).IgnoreError();
+  }
+
+  // The tenant named `name`, or kNotFound (code-only). Lock-free: one guard
+  // of the registry domain, a lookup, one owner copy.
+  Result<Handle> Find(std::string_view name) const {
+    Guard guard = registry_domain_.EnterOnThisThread();
+    const Snapshot* s = current_.load(std::memory_order_acquire);
+    auto it = s->tenants.find(name);
+    if (it == s->tenants.end()) return Status(StatusCode::kNotFound);
+    return it->second;
+  }
+
+  // Runs fn(TenantType&) inside a guard of the registry domain, without
+  // copying the owner; kNotFound (code-only) if no such tenant. fn must not
+  // call GetOrCreate or Remove of this registry and must not keep the
+  // reference; it may use the tenant's directory (another domain).
+  template <typename Fn>
+  Status WithTenant(std::string_view name, Fn&& fn) const {
+    Guard guard = registry_domain_.EnterOnThisThread();
+    const Snapshot* s = current_.load(std::memory_order_acquire);
+    auto it = s->tenants.find(name);
+    if (it == s->tenants.end()) return Status(StatusCode::kNotFound);
+    fn(*it->second);
+    return Status::Ok();
+  }
+
+  // T1: the tenant named `name`, created by `factory` if absent. Exactly one
+  // caller runs the factory per created instance; racers wait for it and
+  // get the same handle (or its error). The tenant is fully built before
+  // the snapshot naming it is published. Errors: kInvalidArgument (empty or
+  // too long name, null factory), the factory's error, kResourceExhausted
+  // (the registry domain stayed full). Allocates; may block behind a racing
+  // creation of the same name. Not for use inside WithTenant.
+  Result<Handle> GetOrCreate(std::string_view name, const Factory& factory) {
+    if (name.empty() || name.size() > options_.max_name_bytes) {
+      return InvalidArgumentError("bad tenant name");
+    }
+    if (Result<Handle> found = Find(name); found.ok()) return found;
+    if (!factory) return InvalidArgumentError("null tenant factory");
+    std::promise<Outcome> promise;
+    std::shared_future<Outcome> pending;
+    {
+      MutexLock lock(&mu_);
+      const Snapshot* s = current_.load(std::memory_order_relaxed);
+      auto it = s->tenants.find(name);
+      if (it != s->tenants.end()) return it->second;
+      auto c = creating_.find(std::string(name));
+      if (c != creating_.end()) {
+        pending = c->second;
+      } else {
+        creating_.emplace(std::string(name), promise.get_future().share());
+      }
+    }
+    if (pending.valid()) {  // a racer runs the factory: wait for it
+      const Outcome& outcome = pending.get();
+      if (!outcome.status.ok()) return outcome.status;
+      return outcome.tenant;
+    }
+    Outcome outcome = Build(name, factory);
+    // On success Publish forgets the creation under the lock that publishes
+    // it: a Remove that follows cannot leave a finished creation behind for
+    // a later GetOrCreate to wait on and return (T2).
+    if (outcome.status.ok()) outcome.status = Publish(name, outcome.tenant);
+    if (!outcome.status.ok()) {
+      MutexLock lock(&mu_);
+      creating_.erase(std::string(name));
+    }
+    promise.set_value(outcome);
+    if (!outcome.status.ok()) return outcome.status;
+    return outcome.tenant;
+  }
+
+  // T2: removes the tenant `name` if it is still the instance `instance`.
+  // Held handles stay valid; its quota account is closed to new charges
+  // (releases still work). Errors, no change: kNotFound (no such tenant, or
+  // another instance), kFailedPrecondition (the default tenant),
+  // kResourceExhausted (registry domain full). Never checks emptiness.
+  Status Remove(std::string_view name, TenantInstanceId instance) {
+    if (name == options_.default_tenant) {
+      return FailedPreconditionError("the default tenant is never removed");
+    }
+    Result<RetireReservation> budget = ReserveSnapshot();
+    if (!budget.ok()) return std::move(budget).status();
+    const Snapshot* old = nullptr;
+    Handle removed;
+    {
+      MutexLock lock(&mu_);
+      const Snapshot* s = current_.load(std::memory_order_relaxed);
+      auto it = s->tenants.find(name);
+      if (it == s->tenants.end() || it->second->instance_id() != instance) {
+        return NotFoundError("no such tenant instance");
+      }
+      removed = it->second;
+      auto next = std::make_unique<Snapshot>(*s);
+      next->tenants.erase(next->tenants.find(name));
+      old = s;
+      current_.store(next.release(), std::memory_order_release);
+    }
+    removed->quota().CloseAdmission();
+    registry_domain_.RetireReserved(
+        std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
+    return Status::Ok();
+  }
+
+  const Handle& default_tenant() const noexcept { return default_; }
+
+  // Handles of every tenant in the current snapshot (a copy).
+  std::vector<Handle> Tenants() const {
+    Guard guard = registry_domain_.EnterOnThisThread();
+    const Snapshot* s = current_.load(std::memory_order_acquire);
+    std::vector<Handle> out;
+    out.reserve(s->tenants.size());
+    for (const auto& [name, tenant] : s->tenants) out.push_back(tenant);
+    return out;
+  }
+  std::size_t size() const {
+    Guard guard = registry_domain_.EnterOnThisThread();
+    return current_.load(std::memory_order_acquire)->tenants.size();
+  }
+
+  EpochDomain& route_domain() const noexcept { return *route_domain_; }
+  EpochDomain& registry_domain() const noexcept { return registry_domain_; }
+
+ private:
+  struct Snapshot {
+    std::unordered_map<std::string, Handle, route_internal::KeyHash,
+                       route_internal::KeyEq>
+        tenants;
+  };
+  struct Outcome {
+    Status status;
+    Handle tenant;
+  };
+  // What a retired snapshot is charged: its table and nodes (the tenants
+  // themselves are shared with the next snapshot).
+  static constexpr std::size_t kBytesPerTenant = 96;
+
+  static void DeleteSnapshot(void* p) { delete static_cast<Snapshot*>(p); }
+
+  Result<RetireReservation> ReserveSnapshot() {
+    const std::size_t n = size() + 1;
+    return registry_domain_.Reserve(sizeof(Snapshot) + n * kBytesPerTenant);
+  }
+
+  Outcome Build(std::string_view name, const Factory& factory) {
+    Outcome outcome;
+    Result<TenantOptions> made = factory(name);
+    if (!made.ok()) {
+      outcome.status = std::move(made).status();
+      return outcome;
+    }
+    const TenantInstanceId id =
+        next_instance_.fetch_add(1, std::memory_order_relaxed);
+    outcome.tenant = std::make_shared<TenantType>(
+        std::string(name), id, std::move(made).value(), route_domain_);
+    return outcome;
+  }
+
+  Status Publish(std::string_view name, const Handle& tenant) {
+    Result<RetireReservation> budget = ReserveSnapshot();
+    if (!budget.ok()) return std::move(budget).status();
+    const Snapshot* old = nullptr;
+    {
+      MutexLock lock(&mu_);
+      const Snapshot* s = current_.load(std::memory_order_relaxed);
+      auto next = std::make_unique<Snapshot>(*s);
+      next->tenants.emplace(std::string(name), tenant);
+      old = s;
+      current_.store(next.release(), std::memory_order_release);
+      creating_.erase(std::string(name));
+    }
+    registry_domain_.RetireReserved(
+        std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
+    return Status::Ok();
+  }
+
+  const RegistryOptions options_;
+  // Declared before the registry domain: retired snapshots (and the tenants
+  // they may be the last owners of) are freed while the route domain lives.
+  std::unique_ptr<EpochDomain> owned_route_domain_;
+  EpochDomain* const route_domain_;
+  mutable EpochDomain registry_domain_;
+  std::atomic<const Snapshot*> current_;
+
+  Mutex mu_;  // registry writer: snapshot publication, creating_
+  std::unordered_map<std::string, std::shared_future<Outcome>> creating_
+      CAIRN_GUARDED_BY(mu_);
+  std::atomic<TenantInstanceId> next_instance_{1};
+  Handle default_;
+};
+
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_TENANT_TENANT_REGISTRY_H_

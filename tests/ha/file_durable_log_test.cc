@@ -1,0 +1,394 @@
+// Copyright 2026 The cairn Authors.
+//
+// FileDurableLog: the durable-log hook's records in a checksummed
+// append-only file with group commit; a torn or damaged tail is kDataLoss
+// with the valid prefix reported; a failed write is sticky.
+
+#include "cairn/ha/file_durable_log.h"
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <csignal>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/directory/durable_log.h"
+#include "cairn/directory/group_directory.h"
+#include "directory/directory_testing.h"
+#include "directory/durable_log_testing.h"
+#include "flush/flush_testing.h"
+#include "testing/stress.h"
+
+namespace cairn {
+namespace {
+
+
+using Dir = GroupDirectory<LoggedPayload>;
+using Handle = ObjectHandle<LoggedPayload>;
+using View = ObjectView<LoggedPayload>;
+using Access = ObjectAccess<LoggedPayload>;
+using testing::Key;
+using testing::Watchdog;
+
+using testing::Fixture;
+using testing::kDeadlockBound;
+using testing::RunEveryLoggedMutation;
+using testing::Sized;
+
+using testing::ReadWholeFile;
+using testing::ScratchDir;
+using testing::WriteWholeFile;
+
+std::vector<std::string> ReadBodies(const std::string& path, Status* status,
+                                    DurableLogScan* scan = nullptr) {
+  std::vector<std::string> bodies;
+  *status = ReadDurableLog(
+      path, [&](std::string_view body) { bodies.emplace_back(body); }, scan);
+  return bodies;
+}
+
+// Writes `n` one-object records straight through the log's protocol.
+void AppendRecords(FileDurableLog* log, int n, std::string_view tag) {
+  for (int i = 0; i < n; ++i) {
+    std::string body;
+    BeginDurableRecord(DurableOp::kCreate, 1, kNoGroup, "", 1, &body);
+    DurableObjectState st;
+    st.object = static_cast<ObjectId>(i + 1);
+    const std::string key = Key(tag, i);
+    st.key = key;
+    AddDurableObject(st, "", &body);
+    Result<LogReservation> r = log->Reserve(body.size());
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(log->Append(*r, body).ok());
+    const ObjectToken token{1, st.object};
+    log->Finalize(*r, std::span<const ObjectToken>(&token, 1));
+  }
+}
+
+TEST(FileDurableLogTest, H1DirectoryChangesRoundTripThroughTheFile) {
+  ScratchDir dir;
+  const std::string path = dir.File("h1.log");
+  std::vector<ObjectToken> durable_tokens;
+  FileDurableLogOptions options;
+  options.on_durable = [&](std::span<const ObjectToken> tokens) {
+    durable_tokens.insert(durable_tokens.end(), tokens.begin(), tokens.end());
+  };
+  Result<std::unique_ptr<FileDurableLog>> log =
+      FileDurableLog::Open(path, options);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  // The in-memory log records the same calls, for comparison.
+  Fixture f;
+  DirectoryOptions o;
+  o.durable_log = log->get();
+  o.route.bucket_count = 64;
+  Fixture g;
+  g.dir = std::make_unique<Dir>(o);
+  RunEveryLoggedMutation(g, "t");
+  RunEveryLoggedMutation(f, "t");
+  EXPECT_TRUE((*log)->status().ok());
+  EXPECT_EQ((*log)->durable_records(), 10u);
+  EXPECT_GE((*log)->syncs(), 1u);
+  log->reset();  // closed; the file alone must hold every record
+
+  Status s;
+  DurableLogScan scan;
+  const std::vector<std::string> bodies = ReadBodies(path, &s, &scan);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(scan.records, 10u);
+  EXPECT_EQ(scan.valid_bytes, ReadWholeFile(path).size());
+  // Same records as the in-memory log saw (same ids: fresh directories).
+  EXPECT_EQ(bodies, f.log.durable_bodies());
+  // on_durable got every record's tokens, in order: 11 objects (a group
+  // erase names two).
+  ASSERT_EQ(durable_tokens.size(), 11u);
+  DurableRecordView v;
+  ASSERT_TRUE(DecodeDurableRecord(bodies[0], &v).ok());
+  EXPECT_EQ(durable_tokens[0], (ObjectToken{1, v.objects[0].object}));
+
+  // Reopened, the log appends after the existing records.
+  log = FileDurableLog::Open(path);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  AppendRecords(log->get(), 2, "again");
+  log->reset();
+  EXPECT_EQ(ReadBodies(path, &s).size(), 12u);
+  EXPECT_TRUE(s.ok());
+}
+
+TEST(FileDurableLogTest, TornTailIsDataLossAndReportsTheValidPrefix) {
+  ScratchDir dir;
+  const std::string path = dir.File("torn.log");
+  {
+    Result<std::unique_ptr<FileDurableLog>> log = FileDurableLog::Open(path);
+    ASSERT_TRUE(log.ok());
+    AppendRecords(log->get(), 3, "k");
+  }
+  const std::string whole = ReadWholeFile(path);
+  Status s;
+  DurableLogScan full;
+  ASSERT_EQ(ReadBodies(path, &s, &full).size(), 3u);
+  ASSERT_TRUE(s.ok());
+  // Every cut inside the last record (its frame or its body) is torn.
+  DurableLogScan two;
+  WriteWholeFile(path, whole.substr(0, whole.size() - 1));
+  std::vector<std::string> bodies = ReadBodies(path, &s, &two);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(bodies.size(), 2u);
+  EXPECT_EQ(two.records, 2u);
+  const std::size_t last = full.valid_bytes - two.valid_bytes;
+  for (std::size_t cut = 1; cut < last; ++cut) {
+    WriteWholeFile(path, whole.substr(0, whole.size() - cut));
+    DurableLogScan scan;
+    EXPECT_EQ(ReadBodies(path, &s, &scan).size(), 2u) << cut;
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << cut;
+    EXPECT_EQ(scan.valid_bytes, two.valid_bytes) << cut;
+  }
+  // Open refuses the damaged file unless told to cut the tail off.
+  WriteWholeFile(path, whole.substr(0, whole.size() - 5));
+  Result<std::unique_ptr<FileDurableLog>> refused = FileDurableLog::Open(path);
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  FileDurableLogOptions repair;
+  repair.truncate_damaged_tail = true;
+  Result<std::unique_ptr<FileDurableLog>> log =
+      FileDurableLog::Open(path, repair);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  AppendRecords(log->get(), 1, "after");
+  log->reset();
+  bodies = ReadBodies(path, &s);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(bodies.size(), 3u);
+}
+
+TEST(FileDurableLogTest, FlippedByteIsDataLoss) {
+  ScratchDir dir;
+  const std::string path = dir.File("flip.log");
+  {
+    Result<std::unique_ptr<FileDurableLog>> log = FileDurableLog::Open(path);
+    ASSERT_TRUE(log.ok());
+    AppendRecords(log->get(), 3, "k");
+  }
+  const std::string whole = ReadWholeFile(path);
+  Status s;
+  // Flip each byte of the records (not the header) in turn: every flip is
+  // caught, and the records before the damaged one still read.
+  std::size_t caught = 0;
+  for (std::size_t i = kDurableLogHeaderBytes; i < whole.size(); ++i) {
+    std::string bad = whole;
+    bad[i] ^= 0x20;
+    WriteWholeFile(path, bad);
+    DurableLogScan scan;
+    const std::vector<std::string> bodies = ReadBodies(path, &s, &scan);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << i;
+    EXPECT_LT(bodies.size(), 3u) << i;
+    EXPECT_LE(scan.valid_bytes, i) << i;
+    caught += s.code() == StatusCode::kDataLoss;
+  }
+  EXPECT_EQ(caught, whole.size() - kDurableLogHeaderBytes);
+  // A damaged header: not a durable log, or another version.
+  std::string bad_magic = whole;
+  bad_magic[0] ^= 0x01;
+  WriteWholeFile(path, bad_magic);
+  ReadBodies(path, &s);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(FileDurableLog::Open(path).status().code(), StatusCode::kDataLoss);
+}
+
+TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
+  // B is appended after A; A is cancelled after its append (as when the
+  // route refuses a create's publish). B's Finalize waits for A to be
+  // resolved and the file holds B only.
+  ScratchDir dir;
+  const std::string path = dir.File("cancel.log");
+  Result<std::unique_ptr<FileDurableLog>> log = FileDurableLog::Open(path);
+  ASSERT_TRUE(log.ok());
+  FileDurableLog& l = **log;
+  auto body = [](std::string_view key) {
+    std::string b;
+    BeginDurableRecord(DurableOp::kErase, 1, kNoGroup, "", 1, &b);
+    DurableObjectState st;
+    st.key = key;
+    AddDurableObject(st, "", &b);
+    return b;
+  };
+  Result<LogReservation> a = l.Reserve(64);
+  Result<LogReservation> b = l.Reserve(64);
+  Result<LogReservation> c = l.Reserve(64);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_TRUE(l.Append(*a, body("a")).ok());
+  ASSERT_TRUE(l.Append(*b, body("b")).ok());
+  l.Cancel(*c);  // never appended
+  std::atomic<bool> finalized{false};
+  std::thread finalizer([&] {
+    const ObjectToken t{1, 2};
+    l.Finalize(*b, std::span<const ObjectToken>(&t, 1));
+    finalized.store(true, std::memory_order_release);
+  });
+  // B cannot be durable while A is unresolved (A is ahead of it).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(finalized.load(std::memory_order_acquire));
+  l.Cancel(*a);
+  finalizer.join();
+  EXPECT_EQ(l.durable_records(), 1u);
+  Status s;
+  const std::vector<std::string> bodies = ReadBodies(path, &s);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_EQ(bodies[0], body("b"));
+}
+
+// A write that fails is sticky (durable_log.h, Finalize): the record it
+// carried is not reported durable, status() keeps the error, and every later
+// mutation is refused with it, so nothing more becomes visible. The write is
+// made to fail with RLIMIT_FSIZE (ctest runs each test in its own process;
+// the limit is restored before the test ends).
+TEST(FileDurableLogTest, FailedWriteIsStickyAndRefusesLaterChanges) {
+  ScratchDir dir;
+  const std::string path = dir.File("sticky.log");
+  std::atomic<int> durable{0};
+  FileDurableLogOptions options;
+  options.on_durable = [&](std::span<const ObjectToken>) { ++durable; };
+  Result<std::unique_ptr<FileDurableLog>> log =
+      FileDurableLog::Open(path, options);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  DirectoryOptions o;
+  o.durable_log = log->get();
+  Dir d(o);
+  ASSERT_TRUE(d.Create("before", Sized(1), {"x"}).ok());
+  ASSERT_EQ(durable.load(), 1);
+  const std::size_t size = ReadWholeFile(path).size();
+
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  void (*saved_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = size + 8;  // less than one more record
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  // Visible (the change cannot be undone) but not durable.
+  EXPECT_TRUE(d.Create("lost", Sized(1), {"y"}).ok());
+  const Status sticky = (*log)->status();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, saved_handler);
+
+  EXPECT_FALSE(sticky.ok());
+  EXPECT_EQ(durable.load(), 1) << "a failed record was reported durable";
+  EXPECT_EQ((*log)->durable_records(), 1u);
+  // With room again, the log still refuses: the error is sticky.
+  EXPECT_EQ(d.Create("after", Sized(1), {"z"}).status().code(), sticky.code());
+  EXPECT_EQ(d.Pin("after").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(d.Erase("before").code(), sticky.code());
+  EXPECT_TRUE(d.Pin("before").ok());
+  EXPECT_EQ((*log)->status().code(), sticky.code());
+  // The file holds the durable prefix (and perhaps a torn tail).
+  Status s;
+  DurableLogScan scan;
+  ReadBodies(path, &s, &scan);
+  EXPECT_EQ(scan.records, 1u);
+}
+
+TEST(FileDurableLogTest, BadOptionsAndPathsAreRejected) {
+  ScratchDir dir;
+  EXPECT_EQ(FileDurableLog::Open("").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(FileDurableLog::Open(dir.path()).status().code(),
+            StatusCode::kInvalidArgument);  // a directory
+  EXPECT_EQ(FileDurableLog::Open(dir.File("no/such/dir.log")).status().code(),
+            StatusCode::kNotFound);
+  FileDurableLogOptions zero;
+  zero.max_record_bytes = 0;
+  EXPECT_EQ(FileDurableLog::Open(dir.File("a.log"), zero).status().code(),
+            StatusCode::kInvalidArgument);
+  FileDurableLogOptions tight;
+  tight.max_record_bytes = 100;
+  tight.max_pending_bytes = 100;
+  EXPECT_EQ(FileDurableLog::Open(dir.File("a.log"), tight).status().code(),
+            StatusCode::kInvalidArgument);
+  // A file that is not a durable log (here: empty) is refused.
+  WriteWholeFile(dir.File("empty.log"), "");
+  EXPECT_EQ(FileDurableLog::Open(dir.File("empty.log")).status().code(),
+            StatusCode::kDataLoss);
+  Status s;
+  EXPECT_EQ(ReadBodies(dir.File("missing.log"), &s).size(), 0u);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  // Limits: a record over max_record_bytes, and the pending-bytes budget.
+  FileDurableLogOptions small;
+  small.max_record_bytes = 128;
+  small.max_pending_bytes = 300;
+  Result<std::unique_ptr<FileDurableLog>> log =
+      FileDurableLog::Open(dir.File("small.log"), small);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ((*log)->Reserve(129).status().code(), StatusCode::kInvalidArgument);
+  Result<LogReservation> r1 = (*log)->Reserve(128);
+  Result<LogReservation> r2 = (*log)->Reserve(128);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ((*log)->Reserve(128).status().code(),
+            StatusCode::kResourceExhausted);
+  (*log)->Cancel(*r1);
+  Result<LogReservation> r3 = (*log)->Reserve(128);
+  EXPECT_TRUE(r3.ok());
+  EXPECT_EQ((*log)->Append(*r2, std::string(129, 'x')).code(),
+            StatusCode::kInvalidArgument);
+  (*log)->Cancel(*r2);
+  (*log)->Cancel(*r3);
+}
+
+TEST(FileDurableLogTest, H1ConcurrentWritersKeepPerKeyOrderInTheFile) {
+  // Four threads create and erase their own keys and race on shared ones
+  // through one file log (group commit). Every change returned OK is in the
+  // file, and each key's records alternate create, erase, as the changes
+  // happened.
+  ScratchDir dir;
+  const std::string path = dir.File("race.log");
+  Result<std::unique_ptr<FileDurableLog>> log = FileDurableLog::Open(path);
+  ASSERT_TRUE(log.ok());
+  DirectoryOptions o;
+  o.durable_log = log->get();
+  o.route.bucket_count = 64;
+  Dir d(o);
+  const int rounds = testing::StressIterations(150);
+  std::atomic<std::uint64_t> changes{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < rounds; ++i) {
+        const std::string key = Key("shared", i % 3);
+        if (d.Create(key, Sized(1), {"x"}).ok()) {
+          changes.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (d.Erase(key).ok()) changes.fetch_add(1, std::memory_order_relaxed);
+        const std::string own = Key(std::to_string(t) + "-", i % 5);
+        if (d.Create(own, Sized(1)).ok()) {
+          changes.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (d.Erase(own).ok()) changes.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_TRUE((*log)->status().ok());
+  Status s;
+  const std::vector<std::string> bodies = ReadBodies(path, &s);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(bodies.size(), changes.load());
+  std::unordered_map<std::string, DurableOp> last;
+  for (const std::string& body : bodies) {
+    DurableRecordView v;
+    ASSERT_TRUE(DecodeDurableRecord(body, &v).ok());
+    const std::string key(v.objects[0].key);
+    auto it = last.find(key);
+    const DurableOp expect = it == last.end() || it->second == DurableOp::kErase
+                                 ? DurableOp::kCreate
+                                 : DurableOp::kErase;
+    EXPECT_EQ(v.op, expect) << key;
+    last[key] = v.op;
+  }
+}
+
+}  // namespace
+}  // namespace cairn
