@@ -72,5 +72,14 @@ SealedHeaderCheck CheckSealedHeader(std::span<const char> in,
   return SealedHeaderCheck::kValid;
 }
 
+Status UnsupportedVersionError(std::string_view format,
+                               std::span<const char> header,
+                               std::uint32_t supported) {
+  const std::uint32_t found = LoadFixed<std::uint32_t>(header.data() + 8);
+  return FailedPreconditionError(
+      std::string(format) + " format version " + std::to_string(found) +
+      " is not supported (this build reads " + std::to_string(supported) + ")");
+}
+
 }  // namespace base_internal
 CAIRN_NAMESPACE_END

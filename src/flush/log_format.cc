@@ -12,11 +12,9 @@
 CAIRN_NAMESPACE_BEGIN
 namespace {
 
-using base_internal::CheckSealedHeader;
 using base_internal::Checksum64;
 using base_internal::LoadFixed;
 using base_internal::SealedHeaderCheck;
-using base_internal::SealRegion;
 using base_internal::StoreFixed;
 
 constexpr std::uint64_t kFileSeed = 0x66696c65;    // "file"
@@ -45,13 +43,13 @@ void EncodeLogFileHeader(std::uint64_t block_bytes,
   StoreFixed<std::uint32_t>(p + 12,
                             static_cast<std::uint32_t>(kLogFileHeaderBytes));
   StoreFixed<std::uint64_t>(p + 16, block_bytes);
-  SealRegion(p, kFileChecked, kFileSeed);
+  base_internal::SealRegion(p, kFileChecked, kFileSeed);
 }
 
 Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in) {
   const char* p = in.data();
-  switch (CheckSealedHeader(in, kLogFileMagic, kLogFormatVersion, kFileChecked,
-                            kFileSeed)) {
+  switch (base_internal::CheckSealedHeader(in, kLogFileMagic, kLogFormatVersion,
+                                           kFileChecked, kFileSeed)) {
     case SealedHeaderCheck::kValid:
       break;
     case SealedHeaderCheck::kTruncated:
@@ -61,11 +59,8 @@ Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in) {
     case SealedHeaderCheck::kBadChecksum:
       return DataLossError("log file header checksum mismatch");
     case SealedHeaderCheck::kWrongVersion:
-      return FailedPreconditionError(
-          "log format version " +
-          std::to_string(LoadFixed<std::uint32_t>(p + 8)) +
-          " is not supported (this build reads " +
-          std::to_string(kLogFormatVersion) + ")");
+      return base_internal::UnsupportedVersionError("log", in,
+                                                    kLogFormatVersion);
   }
   const std::uint64_t block_bytes = LoadFixed<std::uint64_t>(p + 16);
   if (LoadFixed<std::uint32_t>(p + 12) != kLogFileHeaderBytes ||
@@ -88,13 +83,13 @@ void EncodeLogBlockHeader(const LogBlockHeader& header,
   StoreFixed<std::uint32_t>(p + 24, header.used_bytes);
   StoreFixed<std::uint32_t>(p + 28, header.record_count);
   StoreFixed<std::uint64_t>(p + 32, header.chain_checksum);
-  SealRegion(p, kBlockChecked, kHeaderSeed);
+  base_internal::SealRegion(p, kBlockChecked, kHeaderSeed);
 }
 
 LogSlotState DecodeLogBlockHeader(std::span<const char> in,
                                   LogBlockHeader* out) noexcept {
-  switch (CheckSealedHeader(in, kLogBlockMagic, kLogFormatVersion,
-                            kBlockChecked, kHeaderSeed)) {
+  switch (base_internal::CheckSealedHeader(
+      in, kLogBlockMagic, kLogFormatVersion, kBlockChecked, kHeaderSeed)) {
     case SealedHeaderCheck::kValid:
       break;
     case SealedHeaderCheck::kWrongVersion:

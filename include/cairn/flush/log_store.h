@@ -121,8 +121,9 @@ class LogStore {
   // damaged log or checkpoint (a record failing its checksum below a
   // durable boundary, a missing block followed by present ones, a log
   // shorter than the checkpoint names, not a cairn log);
-  // kFailedPrecondition for another format version; kInternal
-  // (kResourceExhausted for a full disk) for I/O errors. On error nothing was
+  // kFailedPrecondition for another format version; the Env's error for
+  // I/O (kInternal with errno text, kResourceExhausted for a full disk,
+  // kNotFound if the parent of `dir` does not exist). On error nothing was
   // changed on disk.
   static Result<std::unique_ptr<LogStore>> Open(const std::string& dir,
                                                 const LogStoreOptions& options);

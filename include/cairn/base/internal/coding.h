@@ -11,7 +11,7 @@
 //   - sealed regions: a run of fields followed by the u64 checksum of those
 //     fields (SealRegion, RegionSealed, AppendSeal), and the check of a
 //     sealed header that starts with a magic u64 and a version u32
-//     (CheckSealedHeader).
+//     (CheckSealedHeader, UnsupportedVersionError).
 //
 // Machinery: hosts never include it. Every component may (base is the
 // floor of the dependency order).
@@ -29,8 +29,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
+#include "cairn/base/status.h"
 #include "cairn/base/version.h"
 
 // Every integer in every cairn file is little-endian, and so is every
@@ -113,6 +115,11 @@ SealedHeaderCheck CheckSealedHeader(std::span<const char> in,
                                     std::uint64_t magic, std::uint32_t version,
                                     std::size_t checked_bytes,
                                     std::uint64_t seed) noexcept;
+// The kFailedPrecondition for kWrongVersion: "<format> format version <the
+// header's> is not supported (this build reads <supported>)".
+Status UnsupportedVersionError(std::string_view format,
+                               std::span<const char> header,
+                               std::uint32_t supported);
 
 }  // namespace base_internal
 CAIRN_NAMESPACE_END
