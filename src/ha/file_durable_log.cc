@@ -85,23 +85,6 @@ Status Scan(std::string_view file, const std::string& path,
   return Status::Ok();
 }
 
-}  // namespace
-
-Status ReadDurableLog(const std::string& path,
-                      const std::function<void(std::string_view)>& fn,
-                      DurableLogScan* scan, Env* env) {
-  DurableLogScan local;
-  if (scan == nullptr) scan = &local;
-  *scan = DurableLogScan();
-  if (path.empty()) return InvalidArgumentError("durable log path is empty");
-  std::string file;
-  Status read = ReadWholeFile(*Env::OrDefault(env), path, &file);
-  if (!read.ok()) return InDurableLog(read);
-  return Scan(file, path, fn, scan);
-}
-
-namespace {
-
 // Creates the log file: its header written and synced, and its directory
 // entry synced, whatever options.sync says (a log that is not there after
 // a crash loses every record).
@@ -123,7 +106,9 @@ Status CreateLogFile(Env& env, const std::string& path,
 Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
                    std::uint64_t* end) {
   std::string bytes;
-  CAIRN_RETURN_IF_ERROR(ReadAll(file, &bytes));
+  if (Status read = ReadAll(file, &bytes); !read.ok()) {
+    return InDurableLog(read);
+  }
   DurableLogScan scan;
   Status s = Scan(bytes, path, nullptr, &scan);
   if (s.code() == StatusCode::kDataLoss &&
@@ -133,8 +118,9 @@ Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
                            std::to_string(scan.valid_bytes) +
                            " bytes; truncate_damaged_tail drops the rest)");
     }
-    CAIRN_RETURN_IF_ERROR(file.Truncate(scan.valid_bytes));
-    CAIRN_RETURN_IF_ERROR(file.Sync());
+    Status cut = file.Truncate(scan.valid_bytes);
+    if (cut.ok()) cut = file.Sync();
+    if (!cut.ok()) return InDurableLog(cut);
   } else if (!s.ok()) {
     return s;
   }
@@ -143,6 +129,19 @@ Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
 }
 
 }  // namespace
+
+Status ReadDurableLog(const std::string& path,
+                      const std::function<void(std::string_view)>& fn,
+                      DurableLogScan* scan, Env* env) {
+  DurableLogScan local;
+  if (scan == nullptr) scan = &local;
+  *scan = DurableLogScan();
+  if (path.empty()) return InvalidArgumentError("durable log path is empty");
+  std::string file;
+  Status read = ReadWholeFile(*Env::OrDefault(env), path, &file);
+  if (!read.ok()) return InDurableLog(read);
+  return Scan(file, path, fn, scan);
+}
 
 Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     const std::string& path, FileDurableLogOptions options) {
@@ -165,14 +164,8 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
       env.NewFile(path, FileOpenMode::kReadWrite);
   if (existing.ok()) {
     file = std::move(existing).value();
-    // Errors about the contents already say "durable log".
-    Status s = OpenLogFile(*file, path, options.truncate_damaged_tail, &end);
-    if (!s.ok()) {
-      return s.code() == StatusCode::kDataLoss ||
-                     s.code() == StatusCode::kFailedPrecondition
-                 ? s
-                 : InDurableLog(s);
-    }
+    CAIRN_RETURN_IF_ERROR(
+        OpenLogFile(*file, path, options.truncate_damaged_tail, &end));
   } else if (existing.status().code() == StatusCode::kNotFound) {
     Status s = CreateLogFile(env, path, &file);
     if (!s.ok()) return InDurableLog(s);

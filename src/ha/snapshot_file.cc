@@ -158,8 +158,9 @@ void SnapshotFileWriter::Abandon() {
 
 Status SnapshotFileWriter::AppendRecord(SnapshotRecordType type,
                                         std::string_view body) {
-  if (file_ == nullptr)
+  if (file_ == nullptr) {
     return FailedPreconditionError("snapshot writer failed");
+  }
   if (body.size() > kSnapshotMaxRecordBytes) {
     return InvalidArgumentError("snapshot record larger than 1 GiB");
   }
@@ -241,8 +242,9 @@ Status SnapshotFileWriter::EndTenant() {
 
 Status SnapshotFileWriter::Commit() {
   CAIRN_CHECK_MSG(!in_tenant_ && !committed_, "Commit out of order");
-  if (file_ == nullptr)
+  if (file_ == nullptr) {
     return FailedPreconditionError("snapshot writer failed");
+  }
   char header[kSnapshotHeaderBytes];
   EncodeHeader(header, options_.format_version, tenants_, groups_, objects_,
                records_);
