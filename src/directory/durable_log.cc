@@ -9,27 +9,27 @@
 CAIRN_NAMESPACE_BEGIN
 
 Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
-  using directory_internal::GetLe;
+  using base_internal::LoadFixed;
   *out = DurableRecordView();
   if (body.size() < kDurableRecordHeaderBytes) {
     return DataLossError("durable record shorter than its header");
   }
   const char* p = body.data();
-  const auto version = GetLe<std::uint8_t>(p);
+  const auto version = LoadFixed<std::uint8_t>(p);
   if (version != kDurableRecordVersion) {
     return FailedPreconditionError("durable record of another format version");
   }
-  const auto op = GetLe<std::uint8_t>(p + 1);
+  const auto op = LoadFixed<std::uint8_t>(p + 1);
   if (op < static_cast<std::uint8_t>(DurableOp::kCreate) ||
       op > static_cast<std::uint8_t>(DurableOp::kEvict) ||
-      GetLe<std::uint16_t>(p + 2) != 0) {
+      LoadFixed<std::uint16_t>(p + 2) != 0) {
     return DataLossError("durable record with an unknown op");
   }
   out->op = static_cast<DurableOp>(op);
-  const auto count = GetLe<std::uint32_t>(p + 4);
-  out->tenant = GetLe<std::uint64_t>(p + 8);
-  out->group = GetLe<std::uint64_t>(p + 16);
-  const auto name_bytes = GetLe<std::uint32_t>(p + 24);
+  const auto count = LoadFixed<std::uint32_t>(p + 4);
+  out->tenant = LoadFixed<std::uint64_t>(p + 8);
+  out->group = LoadFixed<std::uint64_t>(p + 16);
+  const auto name_bytes = LoadFixed<std::uint32_t>(p + 24);
   std::size_t at = kDurableRecordHeaderBytes;
   if (name_bytes > body.size() - at) {
     return DataLossError("durable record group name past its end");
@@ -48,13 +48,13 @@ Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
     }
     const char* o = body.data() + at;
     DurableObjectState state;
-    state.object = GetLe<std::uint64_t>(o);
-    state.version = GetLe<std::uint64_t>(o + 8);
-    state.size_bytes = GetLe<std::uint64_t>(o + 16);
-    state.counted_bytes = GetLe<std::uint64_t>(o + 24);
-    const auto flags = GetLe<std::uint32_t>(o + 32);
-    const auto key_bytes = GetLe<std::uint32_t>(o + 36);
-    const auto payload_bytes = GetLe<std::uint32_t>(o + 40);
+    state.object = LoadFixed<std::uint64_t>(o);
+    state.version = LoadFixed<std::uint64_t>(o + 8);
+    state.size_bytes = LoadFixed<std::uint64_t>(o + 16);
+    state.counted_bytes = LoadFixed<std::uint64_t>(o + 24);
+    const auto flags = LoadFixed<std::uint32_t>(o + 32);
+    const auto key_bytes = LoadFixed<std::uint32_t>(o + 36);
+    const auto payload_bytes = LoadFixed<std::uint32_t>(o + 40);
     if ((flags & ~kDurablePayloadLogged) != 0 ||
         (flags == 0 && payload_bytes != 0)) {
       return DataLossError("durable record object with unknown flags");

@@ -1,33 +1,26 @@
 // Copyright 2026 The cairn Authors.
 //
 // Encoding and checking of the block log format (cairn/flush/log_format.h).
-// xxHash stays here, out of the public headers.
 
 #include "cairn/flush/log_format.h"
 
 #include <cstring>
 #include <string>
 
-#include <xxhash.h>
+#include "cairn/base/internal/coding.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace {
+
+using base_internal::Checksum64;
+using base_internal::LoadFixed;
+using base_internal::SealedHeaderCheck;
+using base_internal::StoreFixed;
 
 constexpr std::uint64_t kFileSeed = 0x66696c65;    // "file"
 constexpr std::uint64_t kHeaderSeed = 0x68656164;  // "head"
 constexpr std::uint64_t kRecordSeed = 0x7265636f;  // "reco"
 constexpr std::uint64_t kChainSeed = 0x63686169;   // "chai"
-
-template <typename T>
-void Put(char* out, std::size_t offset, T value) {
-  std::memcpy(out + offset, &value, sizeof(T));
-}
-template <typename T>
-T Get(const char* in, std::size_t offset) {
-  T value;
-  std::memcpy(&value, in + offset, sizeof(T));
-  return value;
-}
 
 // File header: magic u64 | version u32 | header bytes u32 | block bytes u64
 // | checksum u64 (of the first 24 bytes).
@@ -45,34 +38,32 @@ void EncodeLogFileHeader(std::uint64_t block_bytes,
                          std::uint32_t version) noexcept {
   std::memset(out.data(), 0, out.size());
   char* p = out.data();
-  Put<std::uint64_t>(p, 0, kLogFileMagic);
-  Put<std::uint32_t>(p, 8, version);
-  Put<std::uint32_t>(p, 12, static_cast<std::uint32_t>(kLogFileHeaderBytes));
-  Put<std::uint64_t>(p, 16, block_bytes);
-  Put<std::uint64_t>(p, kFileChecked, XXH64(p, kFileChecked, kFileSeed));
+  StoreFixed<std::uint64_t>(p, kLogFileMagic);
+  StoreFixed<std::uint32_t>(p + 8, version);
+  StoreFixed<std::uint32_t>(p + 12,
+                            static_cast<std::uint32_t>(kLogFileHeaderBytes));
+  StoreFixed<std::uint64_t>(p + 16, block_bytes);
+  base_internal::SealRegion(p, kFileChecked, kFileSeed);
 }
 
 Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in) {
-  if (in.size() < kFileChecked + 8) {
-    return DataLossError("log file header is truncated");
-  }
   const char* p = in.data();
-  if (Get<std::uint64_t>(p, 0) != kLogFileMagic) {
-    return DataLossError("not a cairn log: wrong magic in the file header");
+  switch (base_internal::CheckSealedHeader(in, kLogFileMagic, kLogFormatVersion,
+                                           kFileChecked, kFileSeed)) {
+    case SealedHeaderCheck::kValid:
+      break;
+    case SealedHeaderCheck::kTruncated:
+      return DataLossError("log file header is truncated");
+    case SealedHeaderCheck::kWrongMagic:
+      return DataLossError("not a cairn log: wrong magic in the file header");
+    case SealedHeaderCheck::kBadChecksum:
+      return DataLossError("log file header checksum mismatch");
+    case SealedHeaderCheck::kWrongVersion:
+      return base_internal::UnsupportedVersionError("log", in,
+                                                    kLogFormatVersion);
   }
-  if (Get<std::uint64_t>(p, kFileChecked) !=
-      XXH64(p, kFileChecked, kFileSeed)) {
-    return DataLossError("log file header checksum mismatch");
-  }
-  const std::uint32_t version = Get<std::uint32_t>(p, 8);
-  if (version != kLogFormatVersion) {
-    return FailedPreconditionError("log format version " +
-                                   std::to_string(version) +
-                                   " is not supported (this build reads " +
-                                   std::to_string(kLogFormatVersion) + ")");
-  }
-  const std::uint64_t block_bytes = Get<std::uint64_t>(p, 16);
-  if (Get<std::uint32_t>(p, 12) != kLogFileHeaderBytes ||
+  const std::uint64_t block_bytes = LoadFixed<std::uint64_t>(p + 16);
+  if (LoadFixed<std::uint32_t>(p + 12) != kLogFileHeaderBytes ||
       block_bytes < kLogMinBlockBytes || block_bytes > kLogMaxBlockBytes ||
       block_bytes % 4096 != 0) {
     return DataLossError("log file header names an invalid geometry");
@@ -85,51 +76,52 @@ void EncodeLogBlockHeader(const LogBlockHeader& header,
                           std::uint32_t version) noexcept {
   std::memset(out.data(), 0, out.size());
   char* p = out.data();
-  Put<std::uint64_t>(p, 0, kLogBlockMagic);
-  Put<std::uint32_t>(p, 8, version);
-  Put<std::uint32_t>(p, 12, header.sequence);
-  Put<std::uint64_t>(p, 16, header.block);
-  Put<std::uint32_t>(p, 24, header.used_bytes);
-  Put<std::uint32_t>(p, 28, header.record_count);
-  Put<std::uint64_t>(p, 32, header.chain_checksum);
-  Put<std::uint64_t>(p, kBlockChecked, XXH64(p, kBlockChecked, kHeaderSeed));
+  StoreFixed<std::uint64_t>(p, kLogBlockMagic);
+  StoreFixed<std::uint32_t>(p + 8, version);
+  StoreFixed<std::uint32_t>(p + 12, header.sequence);
+  StoreFixed<std::uint64_t>(p + 16, header.block);
+  StoreFixed<std::uint32_t>(p + 24, header.used_bytes);
+  StoreFixed<std::uint32_t>(p + 28, header.record_count);
+  StoreFixed<std::uint64_t>(p + 32, header.chain_checksum);
+  base_internal::SealRegion(p, kBlockChecked, kHeaderSeed);
 }
 
 LogSlotState DecodeLogBlockHeader(std::span<const char> in,
                                   LogBlockHeader* out) noexcept {
-  if (in.size() < kBlockChecked + 8) return LogSlotState::kInvalid;
+  switch (base_internal::CheckSealedHeader(
+      in, kLogBlockMagic, kLogFormatVersion, kBlockChecked, kHeaderSeed)) {
+    case SealedHeaderCheck::kValid:
+      break;
+    case SealedHeaderCheck::kWrongVersion:
+      return LogSlotState::kWrongVersion;
+    default:  // never written, torn or overwritten
+      return LogSlotState::kInvalid;
+  }
   const char* p = in.data();
-  if (Get<std::uint64_t>(p, 0) != kLogBlockMagic ||
-      Get<std::uint64_t>(p, kBlockChecked) !=
-          XXH64(p, kBlockChecked, kHeaderSeed)) {
-    return LogSlotState::kInvalid;
-  }
-  if (Get<std::uint32_t>(p, 8) != kLogFormatVersion) {
-    return LogSlotState::kWrongVersion;
-  }
-  out->sequence = Get<std::uint32_t>(p, 12);
-  out->block = Get<std::uint64_t>(p, 16);
-  out->used_bytes = Get<std::uint32_t>(p, 24);
-  out->record_count = Get<std::uint32_t>(p, 28);
-  out->chain_checksum = Get<std::uint64_t>(p, 32);
+  out->sequence = LoadFixed<std::uint32_t>(p + 12);
+  out->block = LoadFixed<std::uint64_t>(p + 16);
+  out->used_bytes = LoadFixed<std::uint32_t>(p + 24);
+  out->record_count = LoadFixed<std::uint32_t>(p + 28);
+  out->chain_checksum = LoadFixed<std::uint64_t>(p + 32);
   return LogSlotState::kValid;
 }
 
 namespace {
 std::uint32_t RecordChecksum(const char* record, std::size_t bytes) noexcept {
   // Everything after the checksum field: type, lengths, db, key, value.
-  return static_cast<std::uint32_t>(XXH64(record + 4, bytes - 4, kRecordSeed));
+  return static_cast<std::uint32_t>(
+      Checksum64(record + 4, bytes - 4, kRecordSeed));
 }
 }  // namespace
 
 std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
                               std::string_view key, std::string_view value,
                               char* out) noexcept {
-  Put<std::uint8_t>(out, 4, static_cast<std::uint8_t>(type));
-  Put<std::uint8_t>(out, 5, 0);
-  Put<std::uint16_t>(out, 6, static_cast<std::uint16_t>(key.size()));
-  Put<std::uint32_t>(out, 8, static_cast<std::uint32_t>(value.size()));
-  Put<std::uint32_t>(out, 12, db);
+  StoreFixed<std::uint8_t>(out + 4, static_cast<std::uint8_t>(type));
+  StoreFixed<std::uint8_t>(out + 5, 0);
+  StoreFixed<std::uint16_t>(out + 6, static_cast<std::uint16_t>(key.size()));
+  StoreFixed<std::uint32_t>(out + 8, static_cast<std::uint32_t>(value.size()));
+  StoreFixed<std::uint32_t>(out + 12, db);
   if (!key.empty())
     std::memcpy(out + kLogRecordHeaderBytes, key.data(), key.size());
   if (!value.empty()) {
@@ -138,7 +130,7 @@ std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
   }
   const std::uint32_t checksum =
       RecordChecksum(out, LogRecordBytes(key.size(), value.size()));
-  Put<std::uint32_t>(out, 0, checksum);
+  StoreFixed<std::uint32_t>(out, checksum);
   return checksum;
 }
 
@@ -148,9 +140,9 @@ Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
     return DataLossError("log record header runs past the data");
   }
   const char* p = data.data() + offset;
-  const std::uint8_t type = Get<std::uint8_t>(p, 4);
-  const std::size_t key_bytes = Get<std::uint16_t>(p, 6);
-  const std::size_t value_bytes = Get<std::uint32_t>(p, 8);
+  const std::uint8_t type = LoadFixed<std::uint8_t>(p + 4);
+  const std::size_t key_bytes = LoadFixed<std::uint16_t>(p + 6);
+  const std::size_t value_bytes = LoadFixed<std::uint32_t>(p + 8);
   const std::size_t bytes = LogRecordBytes(key_bytes, value_bytes);
   if (data.size() - offset < bytes) {
     return DataLossError("log record runs past the data");
@@ -159,12 +151,12 @@ Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
       type > static_cast<std::uint8_t>(LogRecordType::kFlushDb)) {
     return DataLossError("log record has an unknown type");
   }
-  const std::uint32_t checksum = Get<std::uint32_t>(p, 0);
+  const std::uint32_t checksum = LoadFixed<std::uint32_t>(p);
   if (checksum != RecordChecksum(p, bytes)) {
     return DataLossError("log record checksum mismatch");
   }
   out->type = static_cast<LogRecordType>(type);
-  out->db = Get<std::uint32_t>(p, 12);
+  out->db = LoadFixed<std::uint32_t>(p + 12);
   out->key = std::string_view(p + kLogRecordHeaderBytes, key_bytes);
   out->value =
       std::string_view(p + kLogRecordHeaderBytes + key_bytes, value_bytes);
@@ -176,9 +168,9 @@ Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
 std::uint64_t LogChainChecksum(std::uint64_t chain,
                                std::uint32_t record_checksum) noexcept {
   char buffer[12];
-  std::memcpy(buffer, &chain, 8);
-  std::memcpy(buffer + 8, &record_checksum, 4);
-  return XXH64(buffer, sizeof(buffer), kChainSeed);
+  StoreFixed<std::uint64_t>(buffer, chain);
+  StoreFixed<std::uint32_t>(buffer + 8, record_checksum);
+  return Checksum64(buffer, sizeof(buffer), kChainSeed);
 }
 
 CAIRN_NAMESPACE_END

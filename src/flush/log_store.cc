@@ -2,93 +2,28 @@
 
 #include "cairn/flush/log_store.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <new>
 #include <string>
 #include <utility>
 
-#include <xxhash.h>
+#include "cairn/flush/internal/checkpoint.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace {
 
+using flush_internal::CheckpointEncoder;
+using flush_internal::CheckpointEntry;
+using flush_internal::CheckpointFile;
+using flush_internal::CheckpointPath;
+
 constexpr std::uint64_t kPartitionSeed = 0x9e3779b97f4a7c15ull;
-constexpr std::uint64_t kCheckpointMagic = 0x504b434e52494143ull;  // "CAIRNCKP"
-constexpr std::uint32_t kCheckpointVersion = 1;
-constexpr std::uint64_t kCheckpointSeed = 0x636b7074;
-// magic u64 | version u32 | partitions u32 | databases u32 | log offset u32
-// | log block u64 | entries u64, then partitions*databases u64 counts, then
-// entries (db u32 | key length u32 | block u32 | offset u32 | length u32 |
-// key), then XXH64 of everything before it.
-constexpr std::size_t kCheckpointHeaderBytes = 40;
-constexpr std::size_t kCheckpointEntryBytes = 20;
 
 std::int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// An operating-system call failed: kResourceExhausted for a full disk or
-// quota, kInternal otherwise, with the errno text.
-Status IoError(const char* what, const std::string& path, int error) {
-  const std::string message =
-      std::string(what) + " " + path + ": " + std::strerror(error);
-  return error == ENOSPC || error == EDQUOT ? ResourceExhaustedError(message)
-                                            : InternalError(message);
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-template <typename T>
-void Put(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-template <typename T>
-T Load(const char* in) {
-  T value;
-  std::memcpy(&value, in, sizeof(T));
-  return value;
-}
-
-Status ReadWholeFile(const std::string& path, std::string* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open", path, errno);
-  out->clear();
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      return IoError("cannot read", path, error);
-    }
-    if (n == 0) break;
-    out->append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return Status();
-}
-
-Status SyncDirectory(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open", dir, errno);
-  const int rc = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  if (rc != 0) return IoError("cannot sync", dir, error);
-  return Status();
 }
 
 }  // namespace
@@ -109,8 +44,11 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
     return InvalidArgumentError(
         "pass.slice_receipts and max_sealed_blocks must be at least 1");
   }
+  Env* const env = Env::OrDefault(options.env);
   const std::string log_path = dir + "/log";
-  const bool created = !Exists(log_path);
+  Result<bool> log_exists = env->FileExists(log_path);
+  if (!log_exists.ok()) return log_exists.status();
+  const bool created = !*log_exists;
   if (created) {
     // A new store's block size is fixed by the log it creates: check that
     // a record fits before anything reaches the disk.
@@ -121,14 +59,20 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
           "max_key_bytes + max_value_bytes do not fit one block");
     }
   }
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return IoError("cannot create directory", dir, errno);
+  if (Status made = env->CreateDir(dir);
+      !made.ok() && made.code() != StatusCode::kAlreadyExists) {
+    return made;
   }
   BlockLogOptions log_options;
   log_options.block_bytes = options.block_bytes;
   log_options.sync = options.sync;
-  if (created && Exists(dir + "/checkpoint")) {
-    return DataLossError("store " + dir + " has a checkpoint but no log");
+  log_options.env = env;
+  if (created) {
+    Result<bool> orphan = env->FileExists(CheckpointPath(dir));
+    if (!orphan.ok()) return orphan.status();
+    if (*orphan) {
+      return DataLossError("store " + dir + " has a checkpoint but no log");
+    }
   }
   auto log = created ? BlockLog::Create(log_path, log_options)
                      : BlockLog::Open(log_path, log_options);
@@ -139,7 +83,7 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
         "max_key_bytes + max_value_bytes do not fit one block");
   }
   std::unique_ptr<LogStore> store(
-      new LogStore(dir, options, std::move(log).value()));
+      new LogStore(dir, options, env, std::move(log).value()));
   store->recovery_.created = created;
   // Until recovery succeeds the store counts as closed, so destroying a
   // store that failed to open writes nothing.
@@ -148,9 +92,9 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   return store;
 }
 
-LogStore::LogStore(std::string dir, const LogStoreOptions& options,
+LogStore::LogStore(std::string dir, const LogStoreOptions& options, Env* env,
                    std::unique_ptr<BlockLog> log)
-    : dir_(std::move(dir)), options_(options), log_(std::move(log)) {
+    : dir_(std::move(dir)), options_(options), env_(env), log_(std::move(log)) {
   ScanHashMapOptions map_options;
   map_options.max_key_bytes = options_.max_key_bytes;
   partitions_.reserve(options_.partitions);
@@ -195,7 +139,9 @@ Status LogStore::Validate(std::uint32_t db, std::string_view key,
 Status LogStore::Recover() {
   std::uint64_t start_block = 0;
   std::uint32_t start_offset = 0;
-  if (Exists(dir_ + "/checkpoint")) {
+  Result<bool> has_checkpoint = env_->FileExists(CheckpointPath(dir_));
+  if (!has_checkpoint.ok()) return has_checkpoint.status();
+  if (*has_checkpoint) {
     CAIRN_RETURN_IF_ERROR(LoadCheckpoint(&start_block, &start_offset));
     recovery_.from_checkpoint = true;
   }
@@ -366,89 +312,40 @@ Status LogStore::ApplyReplayed(const LogRecordView& record,
 }
 
 Status LogStore::LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset) {
-  const std::string path = dir_ + "/checkpoint";
-  std::string data;
-  CAIRN_RETURN_IF_ERROR(ReadWholeFile(path, &data));
-  if (data.size() < kCheckpointHeaderBytes + 8) {
-    return DataLossError("checkpoint is truncated: " + path);
-  }
-  const char* p = data.data();
-  if (Load<std::uint64_t>(p) != kCheckpointMagic) {
-    return DataLossError("not a cairn checkpoint: " + path);
-  }
-  const std::size_t body = data.size() - 8;
-  if (Load<std::uint64_t>(p + body) != XXH64(p, body, kCheckpointSeed)) {
-    return DataLossError("checkpoint checksum mismatch: " + path);
-  }
-  if (Load<std::uint32_t>(p + 8) != kCheckpointVersion) {
-    return FailedPreconditionError("checkpoint format version " +
-                                   std::to_string(Load<std::uint32_t>(p + 8)) +
-                                   " is not supported");
-  }
-  const std::uint32_t partitions = Load<std::uint32_t>(p + 12);
-  const std::uint32_t databases = Load<std::uint32_t>(p + 16);
-  *offset = Load<std::uint32_t>(p + 20);
-  *block = Load<std::uint64_t>(p + 24);
-  const std::uint64_t entries = Load<std::uint64_t>(p + 32);
-  const std::uint64_t maps = std::uint64_t{partitions} * databases;
+  Result<CheckpointFile> read =
+      CheckpointFile::Read(*env_, CheckpointPath(dir_));
+  if (!read.ok()) return read.status();
+  const CheckpointFile& checkpoint = *read;
+  const std::uint32_t partitions = checkpoint.partitions();
+  const std::uint32_t databases = checkpoint.databases();
+  *block = checkpoint.block();
+  *offset = checkpoint.offset();
   if (databases > options_.databases) {
     return InvalidArgumentError("the checkpoint holds " +
                                 std::to_string(databases) +
                                 " databases, over options.databases");
   }
-  if (maps > (body - kCheckpointHeaderBytes) / 8) {
-    return DataLossError("checkpoint is truncated: " + path);
-  }
   // Presize every map from the stored counts (X9) when the partitioning
   // is the same; otherwise count the entries first.
   std::vector<std::uint64_t> counts(options_.partitions * options_.databases);
-  std::size_t pos = kCheckpointHeaderBytes;
-  std::uint64_t stored_total = 0;
-  for (std::uint64_t m = 0; m < maps; ++m, pos += 8) {
-    const std::uint64_t n = Load<std::uint64_t>(p + pos);
-    stored_total += n;
-    if (partitions == options_.partitions) {
-      counts[(m / databases) * options_.databases + m % databases] = n;
+  if (partitions == options_.partitions) {
+    const std::uint64_t maps = std::uint64_t{partitions} * databases;
+    for (std::uint64_t m = 0; m < maps; ++m) {
+      counts[(m / databases) * options_.databases + m % databases] =
+          checkpoint.map_count(m);
     }
   }
-  if (stored_total != entries) {
-    return DataLossError("checkpoint counts do not add up: " + path);
-  }
-  const std::size_t entries_begin = pos;
-  // Calls fn(db, key, loc) for every entry, checking each as it goes.
+  // Calls fn(db, key, loc) for every entry, checking each against the
+  // options as it goes (the checkpoint checks it against its own header).
   auto for_each_entry = [&](auto&& fn) -> Status {
-    pos = entries_begin;
-    for (std::uint64_t i = 0; i < entries; ++i) {
-      if (body - pos < kCheckpointEntryBytes) {
-        return DataLossError("checkpoint is truncated: " + path);
-      }
-      const std::uint32_t db = Load<std::uint32_t>(p + pos);
-      const std::uint32_t key_bytes = Load<std::uint32_t>(p + pos + 4);
-      const RecordLocation loc{
-          Load<std::uint32_t>(p + pos + 8), Load<std::uint32_t>(p + pos + 12),
-          Load<std::uint32_t>(p + pos + 16), RecordLocation::kDurable};
-      pos += kCheckpointEntryBytes;
-      if (body - pos < key_bytes) {
-        return DataLossError("checkpoint is truncated: " + path);
-      }
-      const std::string_view key(p + pos, key_bytes);
-      pos += key_bytes;
-      if (db >= options_.databases || key.empty() ||
-          key.size() > options_.max_key_bytes) {
+    return checkpoint.ForEachEntry([&](const CheckpointEntry& e) -> Status {
+      if (e.db >= options_.databases || e.key.empty() ||
+          e.key.size() > options_.max_key_bytes) {
         return InvalidArgumentError(
             "the checkpoint holds a key or database out of range");
       }
-      if (loc.block > *block ||
-          (loc.block == *block &&
-           loc.offset + std::uint64_t{loc.length} > *offset)) {
-        return DataLossError("a checkpoint entry points past its position");
-      }
-      CAIRN_RETURN_IF_ERROR(fn(db, key, loc));
-    }
-    if (pos != body) {
-      return DataLossError("checkpoint has trailing bytes: " + path);
-    }
-    return Status();
+      return fn(e.db, e.key, e.location);
+    });
   };
   if (partitions != options_.partitions) {
     CAIRN_RETURN_IF_ERROR(for_each_entry(
@@ -481,7 +378,7 @@ Status LogStore::LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset) {
         }
         return r.ok() ? Status() : ToStatus(r.outcome);
       }));
-  recovery_.checkpoint_entries = entries;
+  recovery_.checkpoint_entries = checkpoint.entries();
   std::uint64_t rehashes_after = 0;
   for (auto& part : partitions_) {
     MutexLock lock(&part->mu);
@@ -928,21 +825,12 @@ Status LogStore::Close() {
 }
 
 Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {
-  std::string out;
-  std::uint64_t entries = 0;
+  std::string bytes;
   try {
-    Put<std::uint64_t>(out, kCheckpointMagic);
-    Put<std::uint32_t>(out, kCheckpointVersion);
-    Put<std::uint32_t>(out, static_cast<std::uint32_t>(options_.partitions));
-    Put<std::uint32_t>(out, options_.databases);
-    Put<std::uint32_t>(out, offset);
-    Put<std::uint64_t>(out, block);
-    Put<std::uint64_t>(out, 0);  // entries, patched below
+    CheckpointEncoder encoder(static_cast<std::uint32_t>(options_.partitions),
+                              options_.databases, block, offset);
     for (auto& part : partitions_) {
-      for (auto& map : part->maps) {
-        Put<std::uint64_t>(out, map->size());
-        entries += map->size();
-      }
+      for (auto& map : part->maps) encoder.AddMapCount(map->size());
     }
     for (auto& part : partitions_) {
       for (std::uint32_t db = 0; db < options_.databases; ++db) {
@@ -952,52 +840,18 @@ Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {
           const ScanHashMapOutcome o = map.ScanStable(
               cursor,
               [&](const RecordIndex::Entry& e) {
-                Put<std::uint32_t>(out, db);
-                Put<std::uint32_t>(out,
-                                   static_cast<std::uint32_t>(e.key().size()));
-                Put<std::uint32_t>(out, e.value().block);
-                Put<std::uint32_t>(out, e.value().offset);
-                Put<std::uint32_t>(out, e.value().length);
-                out.append(e.key());
+                encoder.AddEntry(db, e.key(), e.value());
               },
               1024);
           CAIRN_CHECK(o == ScanHashMapOutcome::kOk);  // partitions are locked
         }
       }
     }
+    bytes = std::move(encoder).Finish();
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError("checkpoint buffer");
   }
-  std::memcpy(out.data() + 32, &entries, sizeof(entries));
-  const std::uint64_t checksum = XXH64(out.data(), out.size(), kCheckpointSeed);
-  out.append(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
-
-  const std::string tmp = dir_ + "/checkpoint.tmp";
-  const int fd =
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("cannot create", tmp, errno);
-  std::size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      return IoError("cannot write", tmp, error);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (options_.sync && ::fdatasync(fd) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return IoError("cannot sync", tmp, error);
-  }
-  ::close(fd);
-  const std::string path = dir_ + "/checkpoint";
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return IoError("cannot rename", tmp, errno);
-  }
-  return options_.sync ? SyncDirectory(dir_) : Status();
+  return flush_internal::WriteCheckpointFile(*env_, dir_, bytes, options_.sync);
 }
 
 CAIRN_NAMESPACE_END

@@ -2,71 +2,45 @@
 
 #include "cairn/ha/file_durable_log.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <xxhash.h>
-
-#include <cerrno>
-#include <cstring>
 #include <new>
+#include <string>
 #include <utility>
-#include <vector>
 
 #include "cairn/base/check.h"
+#include "cairn/base/internal/coding.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace {
 
+using base_internal::Checksum64;
+using base_internal::LoadFixed;
+using base_internal::PutFixed;
+using base_internal::StoreFixed;
+
 constexpr std::uint64_t kHeaderSeed = 0x44555241424c4548ull;
 constexpr std::uint64_t kRecordSeed = 0x44555241424c5245ull;
 
-using directory_internal::GetLe;
-using directory_internal::PutLe;
-
-Status IoError(const char* what, const std::string& path, int error) {
-  const std::string message = std::string("durable log: ") + what + " " + path +
-                              ": " + std::strerror(error);
-  if (error == ENOSPC || error == EDQUOT) {
-    return ResourceExhaustedError(message);
-  }
-  if (error == ENOENT) return NotFoundError(message);
-  if (error == EISDIR) return InvalidArgumentError(message);
-  return InternalError(message);
+// The Env's error, with the prefix every durable-log message carries.
+Status InDurableLog(const Status& error) {
+  return Status(error.code(), "durable log: " + std::string(error.message()));
 }
 
 std::uint64_t RecordChecksum(std::string_view body) {
-  return XXH64(body.data(), body.size(), kRecordSeed ^ body.size());
+  return Checksum64(body.data(), body.size(), kRecordSeed ^ body.size());
+}
+
+// The header's checksum is the low half of an XXH64 of its first 12 bytes.
+std::uint32_t HeaderChecksum(const char* header) {
+  return static_cast<std::uint32_t>(
+      Checksum64(header, kDurableLogHeaderBytes - 4, kHeaderSeed));
 }
 
 std::string EncodeHeader() {
   std::string h;
-  PutLe<std::uint64_t>(&h, kDurableLogMagic);
-  PutLe<std::uint32_t>(&h, kDurableLogFormatVersion);
-  PutLe<std::uint32_t>(
-      &h, static_cast<std::uint32_t>(XXH64(h.data(), h.size(), kHeaderSeed)));
+  PutFixed<std::uint64_t>(&h, kDurableLogMagic);
+  PutFixed<std::uint32_t>(&h, kDurableLogFormatVersion);
+  PutFixed<std::uint32_t>(&h, HeaderChecksum(h.data()));
   return h;
-}
-
-// The whole file, or an errno.
-int ReadAll(int fd, std::string* out) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return errno;
-  if (S_ISDIR(st.st_mode)) return EISDIR;
-  out->resize(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  while (done < out->size()) {
-    const ssize_t n = ::pread(fd, out->data() + done, out->size() - done,
-                              static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  out->resize(done);
-  return 0;
 }
 
 Status Scan(std::string_view file, const std::string& path,
@@ -76,14 +50,13 @@ Status Scan(std::string_view file, const std::string& path,
   if (file.size() < kDurableLogHeaderBytes) {
     return DataLossError("durable log header truncated: " + path);
   }
-  const std::uint32_t header_sum = static_cast<std::uint32_t>(
-      XXH64(file.data(), kDurableLogHeaderBytes - 4, kHeaderSeed));
-  if (GetLe<std::uint64_t>(file.data()) != kDurableLogMagic ||
-      GetLe<std::uint32_t>(file.data() + 12) != header_sum) {
+  if (LoadFixed<std::uint64_t>(file.data()) != kDurableLogMagic ||
+      LoadFixed<std::uint32_t>(file.data() + 12) !=
+          HeaderChecksum(file.data())) {
     return DataLossError("not a cairn durable log (bad magic or checksum): " +
                          path);
   }
-  if (GetLe<std::uint32_t>(file.data() + 8) != kDurableLogFormatVersion) {
+  if (LoadFixed<std::uint32_t>(file.data() + 8) != kDurableLogFormatVersion) {
     return FailedPreconditionError("durable log of another format version: " +
                                    path);
   }
@@ -94,8 +67,8 @@ Status Scan(std::string_view file, const std::string& path,
     if (file.size() - at < kDurableLogFrameBytes) {
       return DataLossError("durable log record header truncated" + where);
     }
-    const auto length = GetLe<std::uint32_t>(file.data() + at);
-    const auto checksum = GetLe<std::uint64_t>(file.data() + at + 4);
+    const auto length = LoadFixed<std::uint32_t>(file.data() + at);
+    const auto checksum = LoadFixed<std::uint64_t>(file.data() + at + 4);
     if (length > file.size() - at - kDurableLogFrameBytes) {
       return DataLossError("durable log record truncated" + where);
     }
@@ -112,47 +85,61 @@ Status Scan(std::string_view file, const std::string& path,
   return Status::Ok();
 }
 
-Status SyncFd(int fd, const std::string& path) {
-  while (::fdatasync(fd) != 0) {
-    if (errno != EINTR) return IoError("cannot sync", path, errno);
-  }
+// Creates the log file: its header written and synced, and its directory
+// entry synced, whatever options.sync says (a log that is not there after
+// a crash loses every record).
+Status CreateLogFile(Env& env, const std::string& path,
+                     std::unique_ptr<FileHandle>* out) {
+  Result<std::unique_ptr<FileHandle>> made =
+      env.NewFile(path, FileOpenMode::kCreateExclusive);
+  if (!made.ok()) return made.status();
+  FileHandle& file = **made;
+  CAIRN_RETURN_IF_ERROR(file.WriteAt(0, EncodeHeader()));
+  CAIRN_RETURN_IF_ERROR(file.Sync());
+  CAIRN_RETURN_IF_ERROR(env.SyncDir(DirectoryOf(path)));
+  *out = std::move(made).value();
   return Status::Ok();
 }
 
-// Makes a new file's directory entry durable.
-Status SyncParent(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0               ? "/"
-                                                     : path.substr(0, slash);
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open directory of", path, errno);
-  Status s;
-  while (::fsync(fd) != 0) {
-    if (errno != EINTR) {
-      s = IoError("cannot sync directory of", path, errno);
-      break;
-    }
+// Checks an existing log to its end and returns where the next record
+// goes; a damaged tail is cut (and the cut synced) if `truncate` says so.
+Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
+                   std::uint64_t* end) {
+  std::string bytes;
+  if (Status read = ReadAll(file, &bytes); !read.ok()) {
+    return InDurableLog(read);
   }
-  ::close(fd);
-  return s;
+  DurableLogScan scan;
+  Status s = Scan(bytes, path, nullptr, &scan);
+  if (s.code() == StatusCode::kDataLoss &&
+      scan.valid_bytes >= kDurableLogHeaderBytes) {
+    if (!truncate) {
+      return DataLossError(std::string(s.message()) + " (valid prefix " +
+                           std::to_string(scan.valid_bytes) +
+                           " bytes; truncate_damaged_tail drops the rest)");
+    }
+    Status cut = file.Truncate(scan.valid_bytes);
+    if (cut.ok()) cut = file.Sync();
+    if (!cut.ok()) return InDurableLog(cut);
+  } else if (!s.ok()) {
+    return s;
+  }
+  *end = scan.valid_bytes;
+  return Status::Ok();
 }
 
 }  // namespace
 
 Status ReadDurableLog(const std::string& path,
                       const std::function<void(std::string_view)>& fn,
-                      DurableLogScan* scan) {
+                      DurableLogScan* scan, Env* env) {
   DurableLogScan local;
   if (scan == nullptr) scan = &local;
   *scan = DurableLogScan();
   if (path.empty()) return InvalidArgumentError("durable log path is empty");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open", path, errno);
   std::string file;
-  const int error = ReadAll(fd, &file);
-  ::close(fd);
-  if (error != 0) return IoError("cannot read", path, error);
+  Status read = ReadWholeFile(*Env::OrDefault(env), path, &file);
+  if (!read.ok()) return InDurableLog(read);
   return Scan(file, path, fn, scan);
 }
 
@@ -170,72 +157,37 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
         "durable log max_pending_bytes must hold one framed record of "
         "max_record_bytes");
   }
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  Env& env = *Env::OrDefault(options.env);
+  std::unique_ptr<FileHandle> file;
   std::uint64_t end = 0;
-  if (fd < 0 && errno == ENOENT) {
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return IoError("cannot create", path, errno);
-    const std::string header = EncodeHeader();
-    Status s;
-    if (::pwrite(fd, header.data(), header.size(), 0) !=
-        static_cast<ssize_t>(header.size())) {
-      s = IoError("cannot write", path, errno);
-    }
-    if (s.ok()) s = SyncFd(fd, path);
-    if (s.ok()) s = SyncParent(path);
-    if (!s.ok()) {
-      ::close(fd);
-      return s;
-    }
-    end = header.size();
-  } else if (fd < 0) {
-    return IoError("cannot open", path, errno);
+  Result<std::unique_ptr<FileHandle>> existing =
+      env.NewFile(path, FileOpenMode::kReadWrite);
+  if (existing.ok()) {
+    file = std::move(existing).value();
+    CAIRN_RETURN_IF_ERROR(
+        OpenLogFile(*file, path, options.truncate_damaged_tail, &end));
+  } else if (existing.status().code() == StatusCode::kNotFound) {
+    Status s = CreateLogFile(env, path, &file);
+    if (!s.ok()) return InDurableLog(s);
+    end = kDurableLogHeaderBytes;
   } else {
-    std::string file;
-    const int error = ReadAll(fd, &file);
-    if (error != 0) {
-      ::close(fd);
-      return IoError("cannot read", path, error);
-    }
-    DurableLogScan scan;
-    Status s = Scan(file, path, nullptr, &scan);
-    if (s.code() == StatusCode::kDataLoss &&
-        scan.valid_bytes >= kDurableLogHeaderBytes &&
-        options.truncate_damaged_tail) {
-      s = Status::Ok();
-      if (::ftruncate(fd, static_cast<off_t>(scan.valid_bytes)) != 0) {
-        s = IoError("cannot truncate", path, errno);
-      }
-      if (s.ok()) s = SyncFd(fd, path);
-    } else if (s.code() == StatusCode::kDataLoss &&
-               scan.valid_bytes >= kDurableLogHeaderBytes) {
-      s = DataLossError(std::string(s.message()) + " (valid prefix " +
-                        std::to_string(scan.valid_bytes) +
-                        " bytes; truncate_damaged_tail drops the rest)");
-    }
-    if (!s.ok()) {
-      ::close(fd);
-      return s;
-    }
-    end = scan.valid_bytes;
+    return InDurableLog(existing.status());
   }
-  std::unique_ptr<FileDurableLog> log(
-      new (std::nothrow) FileDurableLog(fd, path, std::move(options), end));
-  if (log == nullptr) {
-    ::close(fd);
-    return ResourceExhaustedError("FileDurableLog");
-  }
+  std::unique_ptr<FileDurableLog> log(new (std::nothrow) FileDurableLog(
+      std::move(file), path, std::move(options), end));
+  if (log == nullptr) return ResourceExhaustedError("FileDurableLog");
   return log;
 }
 
-FileDurableLog::FileDurableLog(int fd, std::string path,
-                               FileDurableLogOptions options, std::uint64_t end)
-    : fd_(fd),
+FileDurableLog::FileDurableLog(std::unique_ptr<FileHandle> file,
+                               std::string path, FileDurableLogOptions options,
+                               std::uint64_t end)
+    : file_(std::move(file)),
       path_(std::move(path)),
       options_(std::move(options)),
       end_(end) {}
 
-FileDurableLog::~FileDurableLog() { ::close(fd_); }
+FileDurableLog::~FileDurableLog() = default;
 
 Result<LogReservation> FileDurableLog::Reserve(std::size_t bytes) {
   if (bytes > options_.max_record_bytes) {
@@ -265,8 +217,8 @@ Status FileDurableLog::Append(const LogReservation& reservation,
   char frame[kDurableLogFrameBytes];
   const auto length = static_cast<std::uint32_t>(record.size());
   const std::uint64_t checksum = RecordChecksum(record);
-  std::memcpy(frame, &length, 4);
-  std::memcpy(frame + 4, &checksum, 8);
+  StoreFixed<std::uint32_t>(frame, length);
+  StoreFixed<std::uint64_t>(frame + 4, checksum);
   MutexLock lock(&mu_);
   if (!error_.ok()) return error_;
   auto it = slots_.find(reservation.id);
@@ -328,18 +280,9 @@ void FileDurableLog::FlushResolved(std::unique_lock<Mutex>& lock) {
 
 Status FileDurableLog::WriteAndSync(const std::string& bytes,
                                     std::uint64_t offset) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
-                               static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return IoError("cannot write", path_, errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (!options_.sync) return Status::Ok();
-  return SyncFd(fd_, path_);
+  Status s = file_->WriteAt(offset, bytes);
+  if (s.ok() && options_.sync) s = file_->Sync();
+  return s.ok() ? s : InDurableLog(s);
 }
 
 void FileDurableLog::Finalize(const LogReservation& reservation,

@@ -6,21 +6,14 @@
 
 #include "cairn/ha/internal/snapshot_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <new>
 #include <string>
 #include <unordered_set>
 #include <utility>
-
-// The XXH64 state is a member of the writer, so its layout is needed.
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
 
 #include "cairn/base/check.h"
 #include "cairn/directory/quota.h"
@@ -28,6 +21,12 @@
 CAIRN_NAMESPACE_BEGIN
 namespace directory_internal {
 namespace {
+
+using base_internal::Checksum64;
+using base_internal::LoadFixed;
+using base_internal::PutFixed;
+using base_internal::SealedHeaderCheck;
+using base_internal::StoreFixed;
 
 constexpr std::uint64_t kHeaderSeed = 0x736e6870;   // "snhp"
 constexpr std::uint64_t kRecordSeed = 0x736e7263;   // "snrc"
@@ -53,94 +52,70 @@ constexpr std::size_t kGroupFixed = 8;
 // Tenant end body: groups u64 | objects u64.
 constexpr std::size_t kTenantEndBytes = 16;
 
-template <typename T>
-void Put(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-template <typename T>
-void PutAt(char* out, std::size_t offset, T value) {
-  std::memcpy(out + offset, &value, sizeof(T));
-}
-template <typename T>
-T Get(const char* in, std::size_t offset) {
-  T value;
-  std::memcpy(&value, in + offset, sizeof(T));
-  return value;
-}
-
-Status IoError(const char* what, const std::string& path, int error) {
-  const std::string message =
-      std::string(what) + " " + path + ": " + std::strerror(error);
-  if (error == ENOENT) return NotFoundError(message);
-  return error == ENOSPC || error == EDQUOT ? ResourceExhaustedError(message)
-                                            : InternalError(message);
-}
-
-std::string DirectoryOf(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-Status WriteAll(int fd, const char* data, std::size_t bytes,
-                const std::string& path) {
-  std::size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n = ::write(fd, data + done, bytes - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return IoError("cannot write", path, errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return Status::Ok();
-}
-
 void EncodeHeader(char* out, std::uint32_t version, std::uint64_t tenants,
                   std::uint64_t groups, std::uint64_t objects,
                   std::uint64_t records) {
   std::memset(out, 0, kSnapshotHeaderBytes);
-  PutAt<std::uint64_t>(out, 0, kSnapshotMagic);
-  PutAt<std::uint32_t>(out, 8, version);
-  PutAt<std::uint32_t>(out, 12,
-                       static_cast<std::uint32_t>(kSnapshotHeaderBytes));
-  PutAt<std::uint64_t>(out, 16, tenants);
-  PutAt<std::uint64_t>(out, 24, groups);
-  PutAt<std::uint64_t>(out, 32, objects);
-  PutAt<std::uint64_t>(out, 40, records);
-  PutAt<std::uint64_t>(out, kHeaderChecked,
-                       XXH64(out, kHeaderChecked, kHeaderSeed));
+  StoreFixed<std::uint64_t>(out, kSnapshotMagic);
+  StoreFixed<std::uint32_t>(out + 8, version);
+  StoreFixed<std::uint32_t>(out + 12,
+                            static_cast<std::uint32_t>(kSnapshotHeaderBytes));
+  StoreFixed<std::uint64_t>(out + 16, tenants);
+  StoreFixed<std::uint64_t>(out + 24, groups);
+  StoreFixed<std::uint64_t>(out + 32, objects);
+  StoreFixed<std::uint64_t>(out + 40, records);
+  base_internal::SealRegion(out, kHeaderChecked, kHeaderSeed);
 }
 
 std::uint64_t TrailerChecksum(const char* header, std::uint64_t digest,
                               const char* trailer) {
   char buffer[kSnapshotHeaderBytes + 8 + kTrailerChecked];
   std::memcpy(buffer, header, kSnapshotHeaderBytes);
-  std::memcpy(buffer + kSnapshotHeaderBytes, &digest, 8);
+  StoreFixed<std::uint64_t>(buffer + kSnapshotHeaderBytes, digest);
   std::memcpy(buffer + kSnapshotHeaderBytes + 8, trailer, kTrailerChecked);
-  return XXH64(buffer, sizeof(buffer), kTrailerSeed);
+  return Checksum64(buffer, sizeof(buffer), kTrailerSeed);
 }
 
 std::uint64_t RecordChecksum(const char* frame_and_body, std::size_t bytes) {
-  return XXH64(frame_and_body, bytes, kRecordSeed);
+  return Checksum64(frame_and_body, bytes, kRecordSeed);
+}
+
+// Appends one record (frame, body, checksum) and returns where it starts.
+std::size_t AppendFramedRecord(SnapshotRecordType type, std::string_view body,
+                               std::string* out) {
+  const std::size_t start = out->size();
+  PutFixed<std::uint32_t>(out, static_cast<std::uint32_t>(body.size()));
+  PutFixed<std::uint8_t>(out, static_cast<std::uint8_t>(type));
+  out->append(3, '\0');
+  out->append(body);
+  PutFixed<std::uint64_t>(
+      out, RecordChecksum(out->data() + start, out->size() - start));
+  return start;
+}
+
+// Fills the trailer of a file of `file_bytes` holding `records` records
+// whose bytes digest to `digest`, under the final `header`.
+void EncodeTrailer(char* trailer, const char* header, std::uint64_t file_bytes,
+                   std::uint64_t records, std::uint64_t digest) {
+  StoreFixed<std::uint64_t>(trailer, kSnapshotTrailerMagic);
+  StoreFixed<std::uint64_t>(trailer + 8, file_bytes);
+  StoreFixed<std::uint64_t>(trailer + 16, records);
+  StoreFixed<std::uint64_t>(trailer + kTrailerChecked,
+                            TrailerChecksum(header, digest, trailer));
 }
 
 }  // namespace
 
-struct SnapshotFileWriter::Digest {
-  XXH64_state_t state;
-};
-
-SnapshotFileWriter::SnapshotFileWriter(std::string path, std::string tmp,
-                                       int fd,
+SnapshotFileWriter::SnapshotFileWriter(Env* env, std::string path,
+                                       std::string tmp,
+                                       std::unique_ptr<FileHandle> file,
                                        const SnapshotWriteOptions& options)
-    : path_(std::move(path)),
+    : env_(env),
+      path_(std::move(path)),
       tmp_(std::move(tmp)),
-      fd_(fd),
+      file_(std::move(file)),
       options_(options),
-      digest_(std::make_unique<Digest>()) {
-  XXH64_reset(&digest_->state, kDigestSeed);
+      digest_(kDigestSeed) {
   // The header's place; it is written for real by Commit().
   buffer_.assign(kSnapshotHeaderBytes, '\0');
 }
@@ -148,54 +123,50 @@ SnapshotFileWriter::SnapshotFileWriter(std::string path, std::string tmp,
 Result<std::unique_ptr<SnapshotFileWriter>> SnapshotFileWriter::Create(
     const std::string& path, const SnapshotWriteOptions& options) {
   if (path.empty()) return InvalidArgumentError("empty snapshot path");
+  Env* const env = Env::OrDefault(options.env);
   // A temporary file of this writer's own (`path`.tmp.<pid>.<n>, created
   // exclusively): two writers of one path must never share an inode, or the
   // later one's rename publishes the earlier one's bytes mixed into its own.
   static std::atomic<std::uint64_t> next_tmp{0};
-  std::string tmp;
-  int fd = -1;
   for (int attempt = 0;; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-          std::to_string(next_tmp.fetch_add(1, std::memory_order_relaxed));
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) break;
-    // EEXIST: a leftover of an earlier process with this pid; try the next.
-    if (errno != EEXIST || attempt == 15) {
-      return IoError("cannot create", tmp, errno);
+    std::string tmp =
+        path + ".tmp." + std::to_string(::getpid()) + "." +
+        std::to_string(next_tmp.fetch_add(1, std::memory_order_relaxed));
+    Result<std::unique_ptr<FileHandle>> file =
+        env->NewFile(tmp, FileOpenMode::kCreateExclusive);
+    if (file.ok()) {
+      return std::unique_ptr<SnapshotFileWriter>(new SnapshotFileWriter(
+          env, path, std::move(tmp), std::move(file).value(), options));
+    }
+    // kAlreadyExists: a leftover of an earlier process with this pid; try
+    // the next.
+    if (file.status().code() != StatusCode::kAlreadyExists || attempt == 15) {
+      return file.status();
     }
   }
-  return std::unique_ptr<SnapshotFileWriter>(
-      new SnapshotFileWriter(path, std::move(tmp), fd, options));
 }
 
 SnapshotFileWriter::~SnapshotFileWriter() {
-  if (!committed_) Abandon();
+  // A writer that failed has already abandoned its file (file_ is null).
+  if (!committed_ && file_ != nullptr) Abandon();
 }
 
 void SnapshotFileWriter::Abandon() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-  ::unlink(tmp_.c_str());
+  file_.reset();  // closes it, if still open
+  env_->Remove(tmp_).IgnoreError();
 }
 
 Status SnapshotFileWriter::AppendRecord(SnapshotRecordType type,
                                         std::string_view body) {
-  if (fd_ < 0) return FailedPreconditionError("snapshot writer failed");
+  if (file_ == nullptr) {
+    return FailedPreconditionError("snapshot writer failed");
+  }
   if (body.size() > kSnapshotMaxRecordBytes) {
     return InvalidArgumentError("snapshot record larger than 1 GiB");
   }
-  const std::size_t start = buffer_.size();
-  Put<std::uint32_t>(buffer_, static_cast<std::uint32_t>(body.size()));
-  Put<std::uint8_t>(buffer_, static_cast<std::uint8_t>(type));
-  buffer_.append(3, '\0');
-  buffer_.append(body);
-  const std::uint64_t checksum =
-      RecordChecksum(buffer_.data() + start, buffer_.size() - start);
-  Put<std::uint64_t>(buffer_, checksum);
+  const std::size_t start = AppendFramedRecord(type, body, &buffer_);
   const std::size_t record_bytes = buffer_.size() - start;
-  XXH64_update(&digest_->state, buffer_.data() + start, record_bytes);
+  digest_.Update(buffer_.data() + start, record_bytes);
   offset_ += record_bytes;
   ++records_;
   if (buffer_.size() >= kFlushBytes) return FlushBuffer();
@@ -203,7 +174,7 @@ Status SnapshotFileWriter::AppendRecord(SnapshotRecordType type,
 }
 
 Status SnapshotFileWriter::FlushBuffer() {
-  Status s = WriteAll(fd_, buffer_.data(), buffer_.size(), tmp_);
+  Status s = file_->Append(buffer_);
   buffer_.clear();
   if (!s.ok()) Abandon();
   return s;
@@ -216,9 +187,10 @@ Status SnapshotFileWriter::BeginTenant(const SnapshotTenant& tenant) {
   tenant_objects_ = 0;
   ++tenants_;
   body_.clear();
-  Put<std::uint64_t>(body_, tenant.instance);
-  Put<std::uint64_t>(body_, tenant.quota_limit_bytes);
-  Put<std::uint32_t>(body_, static_cast<std::uint32_t>(tenant.name.size()));
+  PutFixed<std::uint64_t>(&body_, tenant.instance);
+  PutFixed<std::uint64_t>(&body_, tenant.quota_limit_bytes);
+  PutFixed<std::uint32_t>(&body_,
+                          static_cast<std::uint32_t>(tenant.name.size()));
   body_.append(tenant.name);
   return AppendRecord(SnapshotRecordType::kTenant, body_);
 }
@@ -232,8 +204,8 @@ Status SnapshotFileWriter::AddGroup(std::string_view name,
   ++groups_;
   ++tenant_groups_;
   body_.clear();
-  Put<std::uint32_t>(body_, static_cast<std::uint32_t>(members));
-  Put<std::uint32_t>(body_, static_cast<std::uint32_t>(name.size()));
+  PutFixed<std::uint32_t>(&body_, static_cast<std::uint32_t>(members));
+  PutFixed<std::uint32_t>(&body_, static_cast<std::uint32_t>(name.size()));
   body_.append(name);
   return AppendRecord(SnapshotRecordType::kGroup, body_);
 }
@@ -244,14 +216,16 @@ Status SnapshotFileWriter::AddObject(const SnapshotObject& object) {
   ++objects_;
   ++tenant_objects_;
   body_.clear();
-  Put<std::uint64_t>(body_, object.size_bytes);
-  Put<std::uint64_t>(body_, object.counted_bytes);
-  Put<std::uint64_t>(body_, object.retained_bytes);
-  Put<std::int64_t>(body_, object.lease_ttl_nanos);
-  Put<std::int64_t>(body_, object.soft_pin_ttl_nanos);
-  Put<std::uint32_t>(body_, object.hard_pinned ? kFlagHardPinned : 0u);
-  Put<std::uint32_t>(body_, static_cast<std::uint32_t>(object.key.size()));
-  Put<std::uint32_t>(body_, static_cast<std::uint32_t>(object.payload.size()));
+  PutFixed<std::uint64_t>(&body_, object.size_bytes);
+  PutFixed<std::uint64_t>(&body_, object.counted_bytes);
+  PutFixed<std::uint64_t>(&body_, object.retained_bytes);
+  PutFixed<std::int64_t>(&body_, object.lease_ttl_nanos);
+  PutFixed<std::int64_t>(&body_, object.soft_pin_ttl_nanos);
+  PutFixed<std::uint32_t>(&body_, object.hard_pinned ? kFlagHardPinned : 0u);
+  PutFixed<std::uint32_t>(&body_,
+                          static_cast<std::uint32_t>(object.key.size()));
+  PutFixed<std::uint32_t>(&body_,
+                          static_cast<std::uint32_t>(object.payload.size()));
   body_.append(object.key);
   body_.append(object.payload);
   return AppendRecord(SnapshotRecordType::kObject, body_);
@@ -261,107 +235,43 @@ Status SnapshotFileWriter::EndTenant() {
   CAIRN_CHECK_MSG(in_tenant_ && members_left_ == 0, "EndTenant out of order");
   in_tenant_ = false;
   body_.clear();
-  Put<std::uint64_t>(body_, tenant_groups_);
-  Put<std::uint64_t>(body_, tenant_objects_);
+  PutFixed<std::uint64_t>(&body_, tenant_groups_);
+  PutFixed<std::uint64_t>(&body_, tenant_objects_);
   return AppendRecord(SnapshotRecordType::kTenantEnd, body_);
 }
 
 Status SnapshotFileWriter::Commit() {
   CAIRN_CHECK_MSG(!in_tenant_ && !committed_, "Commit out of order");
-  if (fd_ < 0) return FailedPreconditionError("snapshot writer failed");
+  if (file_ == nullptr) {
+    return FailedPreconditionError("snapshot writer failed");
+  }
   char header[kSnapshotHeaderBytes];
   EncodeHeader(header, options_.format_version, tenants_, groups_, objects_,
                records_);
   char trailer[kSnapshotTrailerBytes];
-  PutAt<std::uint64_t>(trailer, 0, kSnapshotTrailerMagic);
-  PutAt<std::uint64_t>(trailer, 8, offset_ + kSnapshotTrailerBytes);
-  PutAt<std::uint64_t>(trailer, 16, records_);
-  PutAt<std::uint64_t>(
-      trailer, kTrailerChecked,
-      TrailerChecksum(header, XXH64_digest(&digest_->state), trailer));
+  EncodeTrailer(trailer, header, offset_ + kSnapshotTrailerBytes, records_,
+                digest_.Digest());
   buffer_.append(trailer, sizeof(trailer));
   if (Status s = FlushBuffer(); !s.ok()) return s;
-  ssize_t n;
-  do {
-    n = ::pwrite(fd_, header, sizeof(header), 0);
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(sizeof(header))) {
-    const int error = n < 0 ? errno : EIO;
+  // Every step before the rename leaves `path` as it was: on failure the
+  // temporary file is removed.
+  Status s = file_->WriteAt(0, std::string_view(header, sizeof(header)));
+  if (s.ok() && options_.sync) s = file_->Sync();
+  if (s.ok()) s = file_->Close();
+  if (s.ok()) s = env_->Rename(tmp_, path_);
+  if (!s.ok()) {
     Abandon();
-    return IoError("cannot write the header of", tmp_, error);
+    return s;
   }
-  if (options_.sync && ::fdatasync(fd_) != 0) {
-    const int error = errno;
-    Abandon();
-    return IoError("cannot sync", tmp_, error);
-  }
-  if (::close(fd_) != 0) {
-    const int error = errno;
-    fd_ = -1;
-    Abandon();
-    return IoError("cannot close", tmp_, error);
-  }
-  fd_ = -1;
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    const int error = errno;
-    Abandon();
-    return IoError("cannot rename", tmp_, error);
-  }
+  file_.reset();
   committed_ = true;
   if (!options_.sync) return Status::Ok();
-  const std::string dir = DirectoryOf(path_);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return IoError("cannot open", dir, errno);
-  const int rc = ::fsync(dir_fd);
-  const int error = errno;
-  ::close(dir_fd);
-  if (rc != 0) return IoError("cannot sync", dir, error);
-  return Status::Ok();
+  return env_->SyncDir(DirectoryOf(path_));
 }
 
 // ---- reader ----------------------------------------------------------------
 
 namespace {
-
-Status ReadWholeFile(const std::string& path, std::vector<char>* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return IoError("cannot stat", path, error);
-  }
-  try {
-    out->resize(static_cast<std::size_t>(st.st_size));
-  } catch (const std::bad_alloc&) {
-    ::close(fd);
-    return ResourceExhaustedError("snapshot does not fit in memory");
-  }
-  std::size_t done = 0;
-  while (done < out->size()) {
-    const ssize_t n = ::read(fd, out->data() + done, out->size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      return IoError("cannot read", path, error);
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  // A file that grew while it was read is not what fstat described.
-  char extra;
-  ssize_t more;
-  do {
-    more = ::read(fd, &extra, 1);
-  } while (more < 0 && errno == EINTR);
-  ::close(fd);
-  if (done != out->size() || more != 0) {
-    return DataLossError("snapshot changed size while it was read");
-  }
-  return Status::Ok();
-}
 
 Status Corrupt(const std::string& what) {
   return DataLossError("corrupt snapshot: " + what);
@@ -388,15 +298,15 @@ class RecordParser {
         case SnapshotRecordType::kTenant: {
           if (tenant != nullptr) return Corrupt("tenant inside a tenant");
           if (bytes < kTenantFixed) return Corrupt("short tenant record");
-          const std::uint32_t name_bytes = Get<std::uint32_t>(body, 16);
+          const std::uint32_t name_bytes = LoadFixed<std::uint32_t>(body + 16);
           if (name_bytes != bytes - kTenantFixed) {
             return Corrupt("tenant record length");
           }
           out->tenants.emplace_back();
           tenant = &out->tenants.back();
           tenant_counted = 0;
-          tenant->tenant.instance = Get<std::uint64_t>(body, 0);
-          tenant->tenant.quota_limit_bytes = Get<std::uint64_t>(body, 8);
+          tenant->tenant.instance = LoadFixed<std::uint64_t>(body);
+          tenant->tenant.quota_limit_bytes = LoadFixed<std::uint64_t>(body + 8);
           tenant->tenant.name =
               std::string_view(body + kTenantFixed, name_bytes);
           if (!names.insert(tenant->tenant.name).second) {
@@ -409,8 +319,8 @@ class RecordParser {
             return Corrupt("group record out of place");
           }
           if (bytes < kGroupFixed) return Corrupt("short group record");
-          const std::uint32_t members = Get<std::uint32_t>(body, 0);
-          const std::uint32_t name_bytes = Get<std::uint32_t>(body, 4);
+          const std::uint32_t members = LoadFixed<std::uint32_t>(body);
+          const std::uint32_t name_bytes = LoadFixed<std::uint32_t>(body + 4);
           if (name_bytes != bytes - kGroupFixed || name_bytes == 0 ||
               members == 0) {
             return Corrupt("group record fields");
@@ -427,14 +337,15 @@ class RecordParser {
           if (tenant == nullptr) return Corrupt("object outside a tenant");
           if (bytes < kObjectFixed) return Corrupt("short object record");
           SnapshotObject o;
-          o.size_bytes = Get<std::uint64_t>(body, 0);
-          o.counted_bytes = Get<std::uint64_t>(body, 8);
-          o.retained_bytes = Get<std::uint64_t>(body, 16);
-          o.lease_ttl_nanos = Get<std::int64_t>(body, 24);
-          o.soft_pin_ttl_nanos = Get<std::int64_t>(body, 32);
-          const std::uint32_t flags = Get<std::uint32_t>(body, 40);
-          const std::uint32_t key_bytes = Get<std::uint32_t>(body, 44);
-          const std::uint32_t payload_bytes = Get<std::uint32_t>(body, 48);
+          o.size_bytes = LoadFixed<std::uint64_t>(body);
+          o.counted_bytes = LoadFixed<std::uint64_t>(body + 8);
+          o.retained_bytes = LoadFixed<std::uint64_t>(body + 16);
+          o.lease_ttl_nanos = LoadFixed<std::int64_t>(body + 24);
+          o.soft_pin_ttl_nanos = LoadFixed<std::int64_t>(body + 32);
+          const std::uint32_t flags = LoadFixed<std::uint32_t>(body + 40);
+          const std::uint32_t key_bytes = LoadFixed<std::uint32_t>(body + 44);
+          const std::uint32_t payload_bytes =
+              LoadFixed<std::uint32_t>(body + 48);
           if ((flags & ~kFlagHardPinned) != 0 || key_bytes == 0 ||
               std::uint64_t{key_bytes} + payload_bytes !=
                   bytes - kObjectFixed ||
@@ -468,8 +379,8 @@ class RecordParser {
             return Corrupt("tenant end out of place");
           }
           if (bytes != kTenantEndBytes) return Corrupt("tenant end length");
-          if (Get<std::uint64_t>(body, 0) != tenant->groups ||
-              Get<std::uint64_t>(body, 8) != tenant->objects.size()) {
+          if (LoadFixed<std::uint64_t>(body) != tenant->groups ||
+              LoadFixed<std::uint64_t>(body + 8) != tenant->objects.size()) {
             return Corrupt("tenant counts do not match its records");
           }
           out->groups += tenant->groups;
@@ -493,12 +404,13 @@ class RecordParser {
       return Corrupt("record frame cut short");
     }
     const char* frame = data_ + at_;
-    const std::uint32_t body_bytes = Get<std::uint32_t>(frame, 0);
+    const std::uint32_t body_bytes = LoadFixed<std::uint32_t>(frame);
     if (body_bytes > end_ - at_ - kSnapshotRecordFrameBytes) {
       return Corrupt("record longer than the file");
     }
     const std::size_t checked = 8 + std::size_t{body_bytes};
-    if (Get<std::uint64_t>(frame, checked) != RecordChecksum(frame, checked)) {
+    if (LoadFixed<std::uint64_t>(frame + checked) !=
+        RecordChecksum(frame, checked)) {
       return Corrupt("record checksum mismatch at offset " +
                      std::to_string(at_));
     }
@@ -520,9 +432,9 @@ class RecordParser {
 
 }  // namespace
 
-Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path) {
+Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path, Env* env) {
   std::vector<char> bytes;
-  CAIRN_RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
+  CAIRN_RETURN_IF_ERROR(ReadWholeFile(*Env::OrDefault(env), path, &bytes));
   return ParseSnapshot(std::move(bytes));
 }
 
@@ -531,26 +443,24 @@ Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file) {
   parsed.bytes = std::move(file);
   const std::vector<char>& bytes = parsed.bytes;
   const std::size_t size = bytes.size();
-  if (size < kSnapshotHeaderBytes) {
-    return DataLossError("snapshot is truncated: no complete header");
-  }
   const char* header = bytes.data();
-  if (Get<std::uint64_t>(header, 0) != kSnapshotMagic) {
-    return DataLossError("not a cairn snapshot: wrong magic");
+  switch (base_internal::CheckSealedHeader(
+      std::span<const char>(header, size), kSnapshotMagic,
+      kSnapshotFormatVersion, kHeaderChecked, kHeaderSeed)) {
+    case SealedHeaderCheck::kValid:
+      break;
+    case SealedHeaderCheck::kTruncated:
+      return DataLossError("snapshot is truncated: no complete header");
+    case SealedHeaderCheck::kWrongMagic:
+      return DataLossError("not a cairn snapshot: wrong magic");
+    case SealedHeaderCheck::kBadChecksum:
+      return DataLossError("snapshot header checksum mismatch");
+    case SealedHeaderCheck::kWrongVersion:
+      return base_internal::UnsupportedVersionError("snapshot", bytes,
+                                                    kSnapshotFormatVersion);
   }
-  if (Get<std::uint64_t>(header, kHeaderChecked) !=
-      XXH64(header, kHeaderChecked, kHeaderSeed)) {
-    return DataLossError("snapshot header checksum mismatch");
-  }
-  const std::uint32_t version = Get<std::uint32_t>(header, 8);
-  if (version != kSnapshotFormatVersion) {
-    return FailedPreconditionError(
-        "snapshot format version " + std::to_string(version) +
-        " is not supported (this build reads " +
-        std::to_string(kSnapshotFormatVersion) + ")");
-  }
-  if (Get<std::uint32_t>(header, 12) != kSnapshotHeaderBytes ||
-      Get<std::uint64_t>(header, 48) != 0) {
+  if (LoadFixed<std::uint32_t>(header + 12) != kSnapshotHeaderBytes ||
+      LoadFixed<std::uint64_t>(header + 48) != 0) {
     return DataLossError("snapshot header fields");
   }
   if (size < kSnapshotHeaderBytes + kSnapshotTrailerBytes) {
@@ -558,25 +468,25 @@ Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file) {
   }
   const std::size_t trailer_at = size - kSnapshotTrailerBytes;
   const char* trailer = bytes.data() + trailer_at;
-  if (Get<std::uint64_t>(trailer, 0) != kSnapshotTrailerMagic ||
-      Get<std::uint64_t>(trailer, 8) != size) {
+  if (LoadFixed<std::uint64_t>(trailer) != kSnapshotTrailerMagic ||
+      LoadFixed<std::uint64_t>(trailer + 8) != size) {
     return DataLossError(
         "snapshot is truncated or has trailing bytes: no trailer at its end");
   }
   const std::uint64_t digest =
-      XXH64(bytes.data() + kSnapshotHeaderBytes,
-            trailer_at - kSnapshotHeaderBytes, kDigestSeed);
-  if (Get<std::uint64_t>(trailer, kTrailerChecked) !=
+      Checksum64(bytes.data() + kSnapshotHeaderBytes,
+                 trailer_at - kSnapshotHeaderBytes, kDigestSeed);
+  if (LoadFixed<std::uint64_t>(trailer + kTrailerChecked) !=
       TrailerChecksum(header, digest, trailer)) {
     return DataLossError("snapshot checksum mismatch");
   }
   RecordParser parser(bytes.data(), kSnapshotHeaderBytes, trailer_at);
   CAIRN_RETURN_IF_ERROR(parser.Parse(&parsed));
-  if (parser.records() != Get<std::uint64_t>(header, 40) ||
-      parser.records() != Get<std::uint64_t>(trailer, 16) ||
-      parsed.tenants.size() != Get<std::uint64_t>(header, 16) ||
-      parsed.groups != Get<std::uint64_t>(header, 24) ||
-      parsed.objects != Get<std::uint64_t>(header, 32)) {
+  if (parser.records() != LoadFixed<std::uint64_t>(header + 40) ||
+      parser.records() != LoadFixed<std::uint64_t>(trailer + 16) ||
+      parsed.tenants.size() != LoadFixed<std::uint64_t>(header + 16) ||
+      parsed.groups != LoadFixed<std::uint64_t>(header + 24) ||
+      parsed.objects != LoadFixed<std::uint64_t>(header + 32)) {
     return Corrupt("counts in the header do not match the records");
   }
   return parsed;
@@ -588,13 +498,7 @@ std::vector<char> FrameSnapshotForTest(
   std::string out(kSnapshotHeaderBytes, '\0');
   std::uint64_t counts[4] = {0, 0, 0, 0};  // tenants, groups, objects, all
   for (const auto& [type, body] : records) {
-    const std::size_t start = out.size();
-    Put<std::uint32_t>(out, static_cast<std::uint32_t>(body.size()));
-    Put<std::uint8_t>(out, static_cast<std::uint8_t>(type));
-    out.append(3, '\0');
-    out.append(body);
-    Put<std::uint64_t>(out,
-                       RecordChecksum(out.data() + start, out.size() - start));
+    AppendFramedRecord(type, body, &out);
     if (type == SnapshotRecordType::kTenant) ++counts[0];
     if (type == SnapshotRecordType::kGroup) ++counts[1];
     if (type == SnapshotRecordType::kObject) ++counts[2];
@@ -604,14 +508,11 @@ std::vector<char> FrameSnapshotForTest(
   EncodeHeader(header, version, counts[0], counts[1], counts[2], counts[3]);
   std::memcpy(out.data(), header, sizeof(header));
   const std::uint64_t digest =
-      XXH64(out.data() + kSnapshotHeaderBytes,
-            out.size() - kSnapshotHeaderBytes, kDigestSeed);
+      Checksum64(out.data() + kSnapshotHeaderBytes,
+                 out.size() - kSnapshotHeaderBytes, kDigestSeed);
   char trailer[kSnapshotTrailerBytes];
-  PutAt<std::uint64_t>(trailer, 0, kSnapshotTrailerMagic);
-  PutAt<std::uint64_t>(trailer, 8, out.size() + kSnapshotTrailerBytes);
-  PutAt<std::uint64_t>(trailer, 16, counts[3]);
-  PutAt<std::uint64_t>(trailer, kTrailerChecked,
-                       TrailerChecksum(header, digest, trailer));
+  EncodeTrailer(trailer, header, out.size() + kSnapshotTrailerBytes, counts[3],
+                digest);
   out.append(trailer, sizeof(trailer));
   return std::vector<char>(out.begin(), out.end());
 }

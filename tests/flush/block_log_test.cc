@@ -9,10 +9,13 @@
 
 #include "cairn/flush/log_format.h"
 #include "flush/flush_testing.h"
+#include "testing/counting_env.h"
 
 namespace cairn {
 namespace {
 
+using testing::CountingEnv;
+using testing::EnvCall;
 using testing::ReadWholeFile;
 using testing::ScratchDir;
 using testing::WriteWholeFile;
@@ -228,6 +231,56 @@ TEST(BlockLogTest, CorruptOrTruncatedRecordsAreDataLoss) {
             StatusCode::kDataLoss);
   EXPECT_EQ((*log)->ReadData(0, LogDataBytes(kBlock), 1, out).code(),
             StatusCode::kInvalidArgument);
+}
+
+// Every byte and every sync of the log goes through BlockLogOptions::env:
+// the Env sees the two writes and two syncs of each flush, and a sync or
+// write it fails comes back from FlushBlock, leaving the previous header.
+TEST(BlockLogTest, IoGoesThroughTheEnvAndItsFailuresComeBack) {
+  ScratchDir dir;
+  CountingEnv env;
+  BlockLogOptions options = SmallBlocks();
+  options.env = &env;
+  const std::string path = dir.File("log");
+  auto log = BlockLog::Create(path, options);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(env.count(EnvCall::kNewFile, path), 1u);
+  EXPECT_EQ(env.count(EnvCall::kWriteAt), 1u);  // the file header
+  EXPECT_EQ(env.count(EnvCall::kSync), 1u);
+
+  LogBlockBuffer buffer(0, LogDataBytes(kBlock));
+  buffer.Append(LogRecordType::kSet, 1, "alpha", "one");
+  ASSERT_TRUE(
+      (*log)->FlushBlock(buffer.HeaderAtUsed(1), buffer.data(), 0).ok());
+  buffer.flushed = buffer.used();
+  EXPECT_EQ(env.count(EnvCall::kWriteAt), 3u);  // data, header
+  EXPECT_EQ(env.count(EnvCall::kSync), 3u);     // after each
+
+  // The data's sync fails: FlushBlock reports it and writes no header.
+  buffer.Append(LogRecordType::kSet, 1, "beta", "two");
+  env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"));
+  Status failed =
+      (*log)->FlushBlock(buffer.HeaderAtUsed(2), buffer.data(), buffer.flushed);
+  EXPECT_EQ(failed.message(), "injected sync failure");
+  EXPECT_EQ(env.count(EnvCall::kWriteAt), 4u);
+  // Retried, its header write tears after 20 bytes, inside the checked
+  // fields: slot 0 does not decode, so slot 1's header stays in force.
+  env.TearNth(EnvCall::kWriteAt, 2, 20);
+  EXPECT_FALSE(
+      (*log)
+          ->FlushBlock(buffer.HeaderAtUsed(2), buffer.data(), buffer.flushed)
+          .ok());
+  auto header = (*log)->ReadHeader(0);
+  ASSERT_TRUE(header.ok());
+  EXPECT_EQ(header->sequence, 1u);
+  EXPECT_EQ(header->used_bytes, buffer.flushed);
+  EXPECT_GE(env.count(EnvCall::kReadAt, path), 1u);
+
+  // Open reads through the Env too, and its failure comes back.
+  log->reset();
+  env.FailNth(EnvCall::kReadAt, 1, InternalError("injected read failure"));
+  EXPECT_EQ(BlockLog::Open(path, options).status().message(),
+            "injected read failure");
 }
 
 }  // namespace

@@ -9,3 +9,4 @@
 #include "testing/scratch_dir.h"
 
 #endif  // CAIRN_TESTS_FLUSH_FLUSH_TESTING_H_
+

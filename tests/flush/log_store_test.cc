@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "flush/flush_testing.h"
+#include "testing/counting_env.h"
 #include "testing/stress.h"
 
 namespace cairn {
 namespace {
 
+using testing::CountingEnv;
+using testing::EnvCall;
 using testing::ReadWholeFile;
 using testing::ScratchDir;
 using testing::WriteWholeFile;
@@ -417,6 +420,51 @@ TEST(LogStoreTest, DamagedFilesFailOpenWithClearStatus) {
   // Still good after all that.
   auto store = MustOpen(dir.path(), o);
   EXPECT_EQ(store->KeyCount(0), 50u);
+}
+
+// The store's files (its directory, log and checkpoint) go through
+// LogStoreOptions::env: the Env sees the checkpoint written, synced,
+// renamed and its directory synced, and a step it fails comes back from
+// Checkpoint and leaves the previous checkpoint in force.
+TEST(LogStoreTest, CheckpointGoesThroughTheEnvAndItsFailuresComeBack) {
+  ScratchDir dir;
+  CountingEnv env;
+  LogStoreOptions o = Small();
+  o.sync = true;
+  o.checkpoint_on_close = false;
+  o.env = &env;
+  const std::string tmp = dir.File("checkpoint.tmp");
+  const std::string checkpoint = dir.File("checkpoint");
+  {
+    auto store = MustOpen(dir.path(), o);
+    EXPECT_EQ(env.count(EnvCall::kNewFile, dir.File("log")), 1u);
+    ASSERT_TRUE(store->Set(0, "a", "1").ok());
+    ASSERT_TRUE(store->Checkpoint().ok());
+    EXPECT_EQ(env.count(EnvCall::kNewFile, tmp), 1u);
+    EXPECT_EQ(env.count(EnvCall::kAppend, tmp), 1u);
+    EXPECT_EQ(env.count(EnvCall::kSync, tmp), 1u);
+    EXPECT_EQ(env.count(EnvCall::kRename, tmp), 1u);
+    EXPECT_EQ(env.count(EnvCall::kSyncDir, dir.path()), 1u);
+    EXPECT_GE(env.count(EnvCall::kSync, dir.File("log")), 2u);  // the flush
+
+    ASSERT_TRUE(store->Set(0, "b", "2").ok());
+    env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"),
+                "checkpoint");
+    EXPECT_EQ(store->Checkpoint().message(), "injected sync failure");
+    env.FailNth(EnvCall::kRename, 1, InternalError("injected rename failure"));
+    EXPECT_EQ(store->Checkpoint().message(), "injected rename failure");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // The checkpoint holds "a" only; "b" comes back from the log. Open reads
+  // the checkpoint through the Env, and a read it fails fails Open.
+  env.FailNth(EnvCall::kReadAt, 1, InternalError("injected read failure"),
+              checkpoint);
+  EXPECT_EQ(LogStore::Open(dir.path(), o).status().message(),
+            "injected read failure");
+  auto store = MustOpen(dir.path(), o);
+  EXPECT_TRUE(store->recovery().from_checkpoint);
+  EXPECT_EQ(store->recovery().checkpoint_entries, 1u);
+  EXPECT_EQ(GetOr(*store, 0, "b"), "2");
 }
 
 // Writers, readers and a flusher together (TSan): every acknowledged Set is

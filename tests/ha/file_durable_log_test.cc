@@ -25,6 +25,7 @@
 #include "directory/directory_testing.h"
 #include "directory/durable_log_testing.h"
 #include "flush/flush_testing.h"
+#include "testing/counting_env.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -387,6 +388,74 @@ TEST(FileDurableLogTest, H1ConcurrentWritersKeepPerKeyOrderInTheFile) {
     EXPECT_EQ(v.op, expect) << key;
     last[key] = v.op;
   }
+}
+
+// The log's file goes through FileDurableLogOptions::env: its creation
+// (header, sync, directory sync), one write and one sync per group commit,
+// the reads of ReadDurableLog and of a reopen, and the cut of a damaged
+// tail. A sync the Env fails makes the log's error sticky; a write it
+// tears leaves a tail that a reopen cuts back to the durable records.
+TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
+  ScratchDir dir;
+  testing::CountingEnv env;
+  using testing::EnvCall;
+  const std::string path = dir.File("env.log");
+  FileDurableLogOptions options;
+  options.env = &env;
+  {
+    Result<std::unique_ptr<FileDurableLog>> log =
+        FileDurableLog::Open(path, options);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    EXPECT_EQ(env.count(EnvCall::kNewFile, path), 2u);  // open, then create
+    EXPECT_EQ(env.count(EnvCall::kWriteAt, path), 1u);  // the header
+    EXPECT_EQ(env.count(EnvCall::kSync, path), 1u);
+    EXPECT_EQ(env.count(EnvCall::kSyncDir, dir.path()), 1u);
+    AppendRecords(log->get(), 3, "a");
+    EXPECT_EQ(env.count(EnvCall::kWriteAt, path), 4u);
+    EXPECT_EQ(env.count(EnvCall::kSync, path), 4u);
+    EXPECT_EQ((*log)->syncs(), 3u);
+
+    env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"));
+    std::string body;
+    BeginDurableRecord(DurableOp::kCreate, 1, kNoGroup, "", 0, &body);
+    Result<LogReservation> r = (*log)->Reserve(body.size());
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE((*log)->Append(*r, body).ok());
+    (*log)->Finalize(*r, {});
+    const Status sticky = (*log)->status();
+    EXPECT_EQ(sticky.code(), StatusCode::kInternal);
+    EXPECT_EQ(sticky.message(), "durable log: injected sync failure");
+    EXPECT_EQ((*log)->durable_records(), 3u);
+    EXPECT_EQ((*log)->Reserve(body.size()).status(), sticky);
+  }
+  // The failed sync's record reached the file but never became durable;
+  // here it reads back whole (the Env dropped only the sync).
+  Status s;
+  DurableLogScan scan;
+  ReadBodies(path, &s, &scan);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(scan.records, 4u);
+  env.FailNth(EnvCall::kReadAt, 1, InternalError("injected read failure"));
+  EXPECT_EQ(ReadDurableLog(path, nullptr, &scan, &env).message(),
+            "durable log: injected read failure");
+
+  // A torn write leaves a damaged tail; reopening cuts it through the Env.
+  {
+    Result<std::unique_ptr<FileDurableLog>> log =
+        FileDurableLog::Open(path, options);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    env.TearNth(EnvCall::kWriteAt, 1, 5);
+    AppendRecords(log->get(), 1, "torn");
+    EXPECT_FALSE((*log)->status().ok());
+  }
+  EXPECT_EQ(FileDurableLog::Open(path, options).status().code(),
+            StatusCode::kDataLoss);
+  options.truncate_damaged_tail = true;
+  const std::uint64_t truncates = env.count(EnvCall::kTruncate, path);
+  ASSERT_TRUE(FileDurableLog::Open(path, options).ok());
+  EXPECT_EQ(env.count(EnvCall::kTruncate, path), truncates + 1);
+  EXPECT_TRUE(ReadDurableLog(path, nullptr, &scan, &env).ok());
+  EXPECT_EQ(scan.records, 4u);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/tenant/tenant_registry.h"
 #include "directory/directory_testing.h"
+#include "testing/counting_env.h"
 #include "testing/scratch_dir.h"
 #include "testing/stress.h"
 
@@ -1023,6 +1024,63 @@ TEST(SnapshotTest, LargeGroupRestoresInTimeLinearInItsMembers) {
                        std::chrono::duration<double>(singles).count();
   std::printf("group/singletons restore time: %.2f\n", ratio);
   EXPECT_LT(ratio, 6.0);
+}
+
+// The snapshot's file goes through the Env: the writer's create, appends,
+// header write, sync, rename and directory sync, and the restore's read. A
+// step the Env fails (or an append it tears) fails WriteSnapshot, removes
+// the temporary file and leaves the previous snapshot as it was.
+TEST(SnapshotTest, FileGoesThroughTheEnvAndAFailedStepLeavesTheOldSnapshot) {
+  ScratchDir scratch;
+  testing::CountingEnv env;
+  using testing::EnvCall;
+  ManualClock clock;
+  Dir dir(WithClock(&clock));
+  ASSERT_TRUE(dir.Create("a", Sized(1), Payload(1, 1)).ok());
+  SnapshotWriteOptions options;
+  options.env = &env;
+  const std::string path = scratch.File("snap");
+  const std::string tmp = path + ".tmp.";
+  ASSERT_TRUE(WriteSnapshot(dir, path, Encode, options).ok());
+  EXPECT_EQ(env.count(EnvCall::kNewFile, tmp), 1u);
+  EXPECT_EQ(env.count(EnvCall::kAppend, tmp), 1u);   // one buffered chunk
+  EXPECT_EQ(env.count(EnvCall::kWriteAt, tmp), 1u);  // the final header
+  EXPECT_EQ(env.count(EnvCall::kSync, tmp), 1u);
+  EXPECT_EQ(env.count(EnvCall::kRename, tmp), 1u);
+  EXPECT_EQ(env.count(EnvCall::kSyncDir, scratch.path()), 1u);
+  const std::string good = ReadFile(path);
+
+  ASSERT_TRUE(dir.Create("b", Sized(1), Payload(2, 2)).ok());
+  env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"));
+  EXPECT_EQ(WriteSnapshot(dir, path, Encode, options).message(),
+            "injected sync failure");
+  env.TearNth(EnvCall::kAppend, 1, 10, InternalError("injected torn append"));
+  EXPECT_EQ(WriteSnapshot(dir, path, Encode, options).message(),
+            "injected torn append");
+  env.FailNth(EnvCall::kRename, 1, InternalError("injected rename failure"));
+  EXPECT_EQ(WriteSnapshot(dir, path, Encode, options).message(),
+            "injected rename failure");
+  EXPECT_EQ(ReadFile(path), good);
+  EXPECT_EQ(env.count(EnvCall::kRemove, tmp), 3u);
+  EXPECT_EQ(*Env::Default()->List(scratch.path()),
+            std::vector<std::string>{"snap"});
+
+  env.FailNth(EnvCall::kReadAt, 1, InternalError("injected read failure"),
+              path);
+  EXPECT_EQ(RestoreSnapshot<TestPayload>(path, Decode, {}, nullptr, &env)
+                .status()
+                .message(),
+            "injected read failure");
+  auto restored = RestoreSnapshot<TestPayload>(path, Decode, {}, nullptr, &env);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ((*restored)->object_count(), 1u);
+  env.FailNth(EnvCall::kNewFile, 1, InternalError("injected open failure"),
+              path);
+  EXPECT_EQ(
+      RestoreRegistrySnapshot<TestPayload>(path, Decode, {}, nullptr, &env)
+          .status()
+          .message(),
+      "injected open failure");
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // Copyright 2026 The cairn Authors.
 //
-// For tests that write files: a scratch directory removed at the end, and
-// whole-file read and write.
+// For tests that write files: ScratchDir, a fresh directory under $TMPDIR
+// (or /tmp) for one test, removed with everything in it when the test ends,
+// and whole-file read and write that bypass the file layer.
 
 #ifndef CAIRN_TESTS_TESTING_SCRATCH_DIR_H_
 #define CAIRN_TESTS_TESTING_SCRATCH_DIR_H_
+
+#include <stdlib.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,11 +22,14 @@ namespace cairn::testing {
 
 class ScratchDir {
  public:
-  ScratchDir() {
+  // `prefix` names the directory (cairn_<prefix>_XXXXXX), for the odd
+  // one a failed run leaves behind.
+  explicit ScratchDir(const std::string& prefix = "test") {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(base != nullptr ? base : "/tmp") + "/cairn_test_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") +
+                          "/cairn_" + prefix + "_XXXXXX";
+    char* made = ::mkdtemp(pattern.data());
+    if (made == nullptr) ADD_FAILURE() << "mkdtemp failed";
     path_ = pattern;
   }
   ~ScratchDir() {

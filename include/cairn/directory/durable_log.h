@@ -38,16 +38,15 @@
 #ifndef CAIRN_DIRECTORY_DURABLE_LOG_H_
 #define CAIRN_DIRECTORY_DURABLE_LOG_H_
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cairn/base/internal/coding.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -55,9 +54,6 @@
 #include "cairn/directory/object_entry.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-static_assert(std::endian::native == std::endian::little,
-              "the durable record format is little-endian");
 
 // Room for one record, from Reserve to Finalize or Cancel. `id` is the log's
 // own name for it (never 0 for a granted reservation); `bytes` what was
@@ -160,35 +156,18 @@ struct DurablePayloadCodec {
   static void Encode(const Payload&, std::string*) {}
 };
 
-namespace directory_internal {
-
-template <typename T>
-void PutLe(std::string* out, T v) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  out->append(bytes, sizeof(T));
-}
-template <typename T>
-T GetLe(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-}  // namespace directory_internal
-
 // Writes a record header for `count` objects to *out (appending).
 inline void BeginDurableRecord(DurableOp op, TenantInstanceId tenant,
                                GroupId group, std::string_view group_name,
                                std::uint32_t count, std::string* out) {
-  using directory_internal::PutLe;
-  PutLe<std::uint8_t>(out, kDurableRecordVersion);
-  PutLe<std::uint8_t>(out, static_cast<std::uint8_t>(op));
-  PutLe<std::uint16_t>(out, 0);
-  PutLe<std::uint32_t>(out, count);
-  PutLe<std::uint64_t>(out, tenant);
-  PutLe<std::uint64_t>(out, group);
-  PutLe<std::uint32_t>(out, static_cast<std::uint32_t>(group_name.size()));
+  using base_internal::PutFixed;
+  PutFixed<std::uint8_t>(out, kDurableRecordVersion);
+  PutFixed<std::uint8_t>(out, static_cast<std::uint8_t>(op));
+  PutFixed<std::uint16_t>(out, 0);
+  PutFixed<std::uint32_t>(out, count);
+  PutFixed<std::uint64_t>(out, tenant);
+  PutFixed<std::uint64_t>(out, group);
+  PutFixed<std::uint32_t>(out, static_cast<std::uint32_t>(group_name.size()));
   out->append(group_name);
 }
 
@@ -197,15 +176,16 @@ inline void BeginDurableRecord(DurableOp op, TenantInstanceId tenant,
 // passes the bytes, already encoded).
 inline void AddDurableObject(const DurableObjectState& state,
                              std::string_view payload, std::string* out) {
-  using directory_internal::PutLe;
-  PutLe<std::uint64_t>(out, state.object);
-  PutLe<std::uint64_t>(out, state.version);
-  PutLe<std::uint64_t>(out, state.size_bytes);
-  PutLe<std::uint64_t>(out, state.counted_bytes);
-  PutLe<std::uint32_t>(out, state.payload_logged ? kDurablePayloadLogged : 0);
-  PutLe<std::uint32_t>(out, static_cast<std::uint32_t>(state.key.size()));
+  using base_internal::PutFixed;
+  PutFixed<std::uint64_t>(out, state.object);
+  PutFixed<std::uint64_t>(out, state.version);
+  PutFixed<std::uint64_t>(out, state.size_bytes);
+  PutFixed<std::uint64_t>(out, state.counted_bytes);
+  PutFixed<std::uint32_t>(out,
+                          state.payload_logged ? kDurablePayloadLogged : 0);
+  PutFixed<std::uint32_t>(out, static_cast<std::uint32_t>(state.key.size()));
   const std::string_view bytes = state.payload_logged ? payload : "";
-  PutLe<std::uint32_t>(out, static_cast<std::uint32_t>(bytes.size()));
+  PutFixed<std::uint32_t>(out, static_cast<std::uint32_t>(bytes.size()));
   out->append(state.key);
   out->append(bytes);
 }

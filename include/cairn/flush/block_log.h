@@ -1,9 +1,9 @@
 // Copyright 2026 The cairn Authors.
 //
 // BlockLog: a log of fixed-size blocks in one real file (format in
-// cairn/flush/log_format.h), written with pwrite and made durable with
-// fdatasync; and LogBlockBuffer, the in-memory image of the block being
-// filled.
+// cairn/flush/log_format.h), written with positional writes and made durable
+// with fdatasync, all through an Env (cairn/base/env.h); and LogBlockBuffer,
+// the in-memory image of the block being filled.
 //
 // Flush protocol (FlushBlock): write the block's data from its last flushed
 // boundary to the new one; fdatasync; write a header naming the new boundary
@@ -15,8 +15,9 @@
 // Thread safety: BlockLog's reads (ReadHeader, ReadData, FileBytes) may run
 // on any number of threads, concurrently with one writer; the writes
 // (FlushBlock, WriteData, WriteHeader, Sync, Truncate) must come from one
-// thread at a time (the host serialises its flushes). pread/pwrite of
-// distinct byte ranges need no lock. All calls may block on I/O. A
+// thread at a time (the host serialises its flushes). Reads and writes of
+// distinct byte ranges need no lock (FileHandle allows them concurrently).
+// All calls may block on I/O. A
 // LogBlockBuffer is a plain object: the host guards it (LogStore appends
 // under its log mutex and flushes a snapshot of the bytes already written,
 // which appends never touch again).
@@ -30,6 +31,7 @@
 #include <string>
 #include <string_view>
 
+#include "cairn/base/env.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/flush/log_format.h"
@@ -44,13 +46,17 @@ struct BlockLogOptions {
   // survive a process crash (they are in the page cache) but not a power
   // loss. For tests and benches that measure the CPU path.
   bool sync = true;
+  // The file layer the log goes through; null means Env::Default(). Not
+  // owned: it must outlive the log.
+  Env* env = nullptr;
 };
 
 class BlockLog {
  public:
   // Creates a new log file (kAlreadyExists if `path` exists) and syncs its
-  // file header. kInvalidArgument for a bad block size; kInternal (with
-  // errno text) if the file cannot be created.
+  // file header. kInvalidArgument for a bad block size; the Env's error
+  // (kInternal with errno text, kResourceExhausted for a full disk) if the
+  // file cannot be created or written.
   static Result<std::unique_ptr<BlockLog>> Create(
       const std::string& path, const BlockLogOptions& options);
   // Create's block size check, for callers that must validate before they
@@ -103,14 +109,14 @@ class BlockLog {
   Status Truncate(std::uint64_t bytes);
 
  private:
-  BlockLog(int fd, std::string path, std::size_t block_bytes, bool sync)
-      : fd_(fd),
+  BlockLog(std::unique_ptr<FileHandle> file, std::string path,
+           std::size_t block_bytes, bool sync)
+      : file_(std::move(file)),
         path_(std::move(path)),
         block_bytes_(block_bytes),
         sync_(sync) {}
-  Status WriteAt(std::uint64_t offset, const char* data, std::size_t bytes);
 
-  const int fd_;
+  const std::unique_ptr<FileHandle> file_;
   const std::string path_;
   const std::size_t block_bytes_;
   const bool sync_;

@@ -21,7 +21,6 @@
 #ifndef CAIRN_FLUSH_LOG_FORMAT_H_
 #define CAIRN_FLUSH_LOG_FORMAT_H_
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -31,9 +30,6 @@
 #include "cairn/base/version.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-static_assert(std::endian::native == std::endian::little,
-              "the log format is little-endian");
 
 inline constexpr std::uint64_t kLogFileMagic =
     0x474f4c4e52494143ull;  // "CAIRNLOG"

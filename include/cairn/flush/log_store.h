@@ -56,6 +56,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/base/env.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -86,6 +87,9 @@ struct LogStoreOptions {
   // Full blocks waiting for a flush before a writer flushes them itself.
   std::size_t max_sealed_blocks = 4;
   bool checkpoint_on_close = true;
+  // The file layer the log and the checkpoint go through; null means
+  // Env::Default(). Not owned: it must outlive the store.
+  Env* env = nullptr;
 };
 
 // What Open found and did.
@@ -117,8 +121,9 @@ class LogStore {
   // damaged log or checkpoint (a record failing its checksum below a
   // durable boundary, a missing block followed by present ones, a log
   // shorter than the checkpoint names, not a cairn log);
-  // kFailedPrecondition for another format version; kInternal
-  // (kResourceExhausted for a full disk) for I/O errors. On error nothing was
+  // kFailedPrecondition for another format version; the Env's error for
+  // I/O (kInternal with errno text, kResourceExhausted for a full disk,
+  // kNotFound if the parent of `dir` does not exist). On error nothing was
   // changed on disk.
   static Result<std::unique_ptr<LogStore>> Open(const std::string& dir,
                                                 const LogStoreOptions& options);
@@ -180,7 +185,7 @@ class LogStore {
     std::vector<FlushReceipt> receipts;
   };
 
-  LogStore(std::string dir, const LogStoreOptions& options,
+  LogStore(std::string dir, const LogStoreOptions& options, Env* env,
            std::unique_ptr<BlockLog> log);
 
   Status Recover();
@@ -222,6 +227,7 @@ class LogStore {
 
   const std::string dir_;
   const LogStoreOptions options_;
+  Env* const env_;  // options_.env, or Env::Default()
   const std::unique_ptr<BlockLog> log_;
   std::vector<std::unique_ptr<Partition>> partitions_;
   LogStoreRecovery recovery_;

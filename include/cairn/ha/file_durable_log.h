@@ -16,7 +16,8 @@
 // sticky: status() reports it and every later Reserve and Append fails with
 // it, so no further change becomes visible. ReadDurableLog iterates a file's
 // records and stops with kDataLoss at the first truncated or corrupt one,
-// reporting the valid prefix. Every integer is little-endian.
+// reporting the valid prefix. Every integer is little-endian. All of the
+// file's I/O goes through an Env (FileDurableLogOptions::env).
 //
 // Thread safety: every method is safe from any thread. The log's lock is a
 // leaf (Append runs under directory object locks); Finalize waits and does
@@ -37,6 +38,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "cairn/base/env.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -67,6 +69,9 @@ struct FileDurableLogOptions {
   bool truncate_damaged_tail = false;
   // Called by Finalize once the record is durable, with no lock held.
   std::function<void(std::span<const ObjectToken>)> on_durable;
+  // The file layer the log goes through; null means Env::Default(). Not
+  // owned: it must outlive the log.
+  Env* env = nullptr;
 };
 
 // What ReadDurableLog got through.
@@ -80,9 +85,10 @@ struct DurableLogScan {
 // mismatch (fn has seen the valid prefix, which *scan describes), or for a
 // header that is not a cairn durable log; kFailedPrecondition for another
 // format version; kNotFound if there is no file; kInternal for an I/O error.
+// The file is read through `env` (null: Env::Default()).
 Status ReadDurableLog(const std::string& path,
                       const std::function<void(std::string_view)>& fn,
-                      DurableLogScan* scan = nullptr);
+                      DurableLogScan* scan = nullptr, Env* env = nullptr);
 
 class FileDurableLog final : public DurableLog {
  public:
@@ -139,15 +145,15 @@ class FileDurableLog final : public DurableLog {
     std::string frame;
   };
 
-  FileDurableLog(int fd, std::string path, FileDurableLogOptions options,
-                 std::uint64_t end);
+  FileDurableLog(std::unique_ptr<FileHandle> file, std::string path,
+                 FileDurableLogOptions options, std::uint64_t end);
   bool FrontResolved() const CAIRN_REQUIRES(mu_);
   // Writes and syncs the resolved prefix; called with mu_ held through
   // `lock`, releases it around the I/O.
   void FlushResolved(std::unique_lock<Mutex>& lock) CAIRN_REQUIRES(mu_);
   Status WriteAndSync(const std::string& bytes, std::uint64_t offset);
 
-  const int fd_;
+  const std::unique_ptr<FileHandle> file_;
   const std::string path_;
   const FileDurableLogOptions options_;
 

@@ -27,6 +27,10 @@
 // returns kDataLoss (kFailedPrecondition for a well-formed file of another
 // format version) and nothing is created.
 //
+// Every file access goes through an Env (cairn/base/env.h):
+// SnapshotWriteOptions::env for a write, the restores' `env` argument for a
+// read; null means Env::Default().
+//
 // Thread safety: WriteSnapshot may run concurrently with every directory and
 // registry call (it takes only the per-unit locks above, one unit at a time;
 // the host's encoder runs under them with the rules of a WithObject callback
@@ -52,11 +56,12 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/base/env.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/directory/group_directory.h"
-#include "cairn/ha/internal/snapshot_file.h"
 #include "cairn/directory/quota.h"
+#include "cairn/ha/internal/snapshot_file.h"
 #include "cairn/tenant/tenant_registry.h"
 
 CAIRN_NAMESPACE_BEGIN
@@ -427,15 +432,17 @@ Status WriteSnapshot(
 // the restored bytes; the message carries the deficit), the decoder's
 // error, kNotFound (no such file), a create's error (route back-pressure).
 // Units that repeat a key or group name already restored are skipped
-// (stats->skipped_units). Allocates; blocks only on file reads.
+// (stats->skipped_units). The file is read through `env` (null:
+// Env::Default()). Allocates; blocks only on file reads.
 template <typename Payload = EmptyPayload,
           template <typename> class Route = ObjectRouteIndex>
 Result<std::unique_ptr<GroupDirectory<Payload, Route>>> RestoreSnapshot(
     const std::string& path, const SnapshotDecoder<Payload>& decode,
-    DirectoryOptions options = {}, SnapshotStats* stats = nullptr) {
+    DirectoryOptions options = {}, SnapshotStats* stats = nullptr,
+    Env* env = nullptr) {
   using Directory = GroupDirectory<Payload, Route>;
   Result<directory_internal::ParsedSnapshot> parsed =
-      directory_internal::ReadSnapshotFile(path);
+      directory_internal::ReadSnapshotFile(path, env);
   if (!parsed.ok()) return std::move(parsed).status();
   if (parsed->tenants.size() != 1) {
     return InvalidArgumentError(
@@ -486,16 +493,18 @@ Result<std::unique_ptr<GroupDirectory<Payload, Route>>> RestoreSnapshot(
 // tenant that was over its limit when snapshotted is restored over it
 // (QuotaAccount::deficit(), which the tenant-quota eviction policy frees)
 // rather than refused. Errors, with no registry built: as RestoreSnapshot,
-// plus kInvalidArgument for a tenant name the registry refuses.
+// plus kInvalidArgument for a tenant name the registry refuses. The file is
+// read through `env` (null: Env::Default()).
 template <typename Payload = EmptyPayload,
           template <typename> class Route = ObjectRouteIndex>
 Result<std::unique_ptr<TenantRegistry<Payload, Route>>> RestoreRegistrySnapshot(
     const std::string& path, const SnapshotDecoder<Payload>& decode,
-    RegistryOptions options = {}, SnapshotStats* stats = nullptr) {
+    RegistryOptions options = {}, SnapshotStats* stats = nullptr,
+    Env* env = nullptr) {
   using Registry = TenantRegistry<Payload, Route>;
   using Plan = directory_internal::TenantRestorePlan<Payload>;
   Result<directory_internal::ParsedSnapshot> parsed =
-      directory_internal::ReadSnapshotFile(path);
+      directory_internal::ReadSnapshotFile(path, env);
   if (!parsed.ok()) return std::move(parsed).status();
   const DirectoryOptions base = options.default_tenant_options.directory;
   std::vector<Plan> plans;

@@ -16,7 +16,8 @@
 // carries its magic, the file length, the record count and a checksum over
 // the final header, a digest of every record byte and its own fields, so a
 // dropped, repeated or reordered record, a cut file and trailing bytes are
-// all detected. Every integer is little-endian.
+// all detected. Every integer is little-endian. Both go through an Env
+// (SnapshotWriteOptions::env, ReadSnapshotFile's env).
 //
 // Thread safety: a writer is used by one thread. ReadSnapshotFile is a pure
 // function of the file.
@@ -24,7 +25,6 @@
 #ifndef CAIRN_HA_INTERNAL_SNAPSHOT_FILE_H_
 #define CAIRN_HA_INTERNAL_SNAPSHOT_FILE_H_
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,13 +34,12 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/base/env.h"
+#include "cairn/base/internal/coding.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 
 CAIRN_NAMESPACE_BEGIN
-
-static_assert(std::endian::native == std::endian::little,
-              "the snapshot format is little-endian");
 
 inline constexpr std::uint64_t kSnapshotMagic =
     0x504e534e52494143ull;  // "CAIRNSNP"
@@ -62,6 +61,9 @@ struct SnapshotWriteOptions {
   std::string tenant_name = "default";
   // For tests that need a well-formed file of another format version.
   std::uint32_t format_version = kSnapshotFormatVersion;
+  // The file layer the snapshot is written through; null means
+  // Env::Default(). Not owned: it must outlive the write.
+  Env* env = nullptr;
 };
 
 namespace directory_internal {
@@ -123,8 +125,8 @@ struct ParsedSnapshot {
 // successful Commit removes its temporary file.
 class SnapshotFileWriter {
  public:
-  // Errors: kInvalidArgument (empty path), the open's error (kNotFound if
-  // the directory does not exist, kInternal otherwise).
+  // Errors: kInvalidArgument (empty path), the Env's error creating the
+  // temporary file (kNotFound if the directory does not exist).
   static Result<std::unique_ptr<SnapshotFileWriter>> Create(
       const std::string& path, const SnapshotWriteOptions& options);
   ~SnapshotFileWriter();
@@ -146,15 +148,17 @@ class SnapshotFileWriter {
   std::uint64_t bytes() const noexcept { return offset_; }
 
  private:
-  SnapshotFileWriter(std::string path, std::string tmp, int fd,
+  SnapshotFileWriter(Env* env, std::string path, std::string tmp,
+                     std::unique_ptr<FileHandle> file,
                      const SnapshotWriteOptions& options);
   Status AppendRecord(SnapshotRecordType type, std::string_view body);
   Status FlushBuffer();
   void Abandon();
 
+  Env* const env_;
   const std::string path_;
   const std::string tmp_;
-  int fd_;
+  std::unique_ptr<FileHandle> file_;  // null once committed or abandoned
   const SnapshotWriteOptions options_;
   std::string buffer_;
   std::string body_;
@@ -168,8 +172,7 @@ class SnapshotFileWriter {
   std::size_t members_left_ = 0;
   bool in_tenant_ = false;
   bool committed_ = false;
-  struct Digest;
-  std::unique_ptr<Digest> digest_;  // XXH64 state over the record bytes
+  base_internal::StreamingChecksum64 digest_;  // over the record bytes
 };
 
 // Reads and validates the whole file before returning anything: header
@@ -178,8 +181,10 @@ class SnapshotFileWriter {
 // grammar, field lengths and every count. Errors: kDataLoss (corrupt,
 // truncated, trailing bytes, or a file that is not a snapshot),
 // kFailedPrecondition (a well-formed file of another format version),
-// kNotFound (no such file), kInternal (a read error).
-Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path);
+// kNotFound (no such file), kInternal (a read error). Read through `env`
+// (null: Env::Default()).
+Result<ParsedSnapshot> ReadSnapshotFile(const std::string& path,
+                                        Env* env = nullptr);
 // The same checks over bytes already in memory (the fuzz harness's entry).
 Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file);
 

@@ -1,0 +1,121 @@
+// Copyright 2026 The cairn Authors.
+//
+// The LogStore checkpoint file (docs/flush.md, "Checkpoint format"): every
+// index entry's key and log location, the per-map entry counts that let a
+// load presize each map, and the log position it reflects.
+//
+//   file    = header (40 B) | count u64 x (partitions * databases)
+//             | entry* | XXH64 of everything before it u64
+//   header  = magic "CAIRNCKP" u64 | version u32 | partitions u32
+//             | databases u32 | log offset u32 | log block u64 | entries u64
+//   entry   = db u32 | key bytes u32 | block u32 | offset u32 | length u32
+//             | key
+//
+// Counts are partition-major (map = partition * databases + db). It is
+// written to `checkpoint.tmp`, synced, renamed over `checkpoint`, and the
+// directory synced, all through an Env. Machinery for LogStore.
+//
+// Thread safety: a CheckpointEncoder is a plain object; a CheckpointFile
+// is immutable once read; the functions may run on any thread.
+
+#ifndef CAIRN_FLUSH_INTERNAL_CHECKPOINT_H_
+#define CAIRN_FLUSH_INTERNAL_CHECKPOINT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "cairn/base/env.h"
+#include "cairn/base/status.h"
+#include "cairn/base/version.h"
+#include "cairn/flush/receipt_pass.h"
+
+CAIRN_NAMESPACE_BEGIN
+namespace flush_internal {
+
+inline constexpr std::uint64_t kCheckpointMagic =
+    0x504b434e52494143ull;  // "CAIRNCKP"
+inline constexpr std::uint32_t kCheckpointVersion = 1;
+inline constexpr std::size_t kCheckpointHeaderBytes = 40;
+inline constexpr std::size_t kCheckpointEntryBytes = 20;
+
+// The checkpoint of the store in `dir`, and the name it is written under.
+std::string CheckpointPath(const std::string& dir);
+std::string CheckpointTempPath(const std::string& dir);
+
+// Builds a checkpoint in memory: AddMapCount once per map, in map order,
+// then AddEntry once per entry, then Finish. Every call may throw
+// std::bad_alloc.
+class CheckpointEncoder {
+ public:
+  CheckpointEncoder(std::uint32_t partitions, std::uint32_t databases,
+                    std::uint64_t block, std::uint32_t offset);
+  void AddMapCount(std::uint64_t entries);
+  void AddEntry(std::uint32_t db, std::string_view key,
+                const RecordLocation& location);
+  // The file's bytes: the header's entry total (the sum of the map counts)
+  // filled in and the checksum appended.
+  std::string Finish() &&;
+
+ private:
+  std::string out_;
+  std::uint64_t entries_ = 0;
+};
+
+// Writes `bytes` to CheckpointTempPath(dir), syncs it, renames it over
+// CheckpointPath(dir) and syncs the directory; without `sync` it skips both
+// syncs. The Env's error otherwise (the previous checkpoint then stays).
+Status WriteCheckpointFile(Env& env, const std::string& dir,
+                           std::string_view bytes, bool sync);
+
+struct CheckpointEntry {
+  std::uint32_t db = 0;
+  std::string_view key;     // points into the CheckpointFile
+  RecordLocation location;  // flags: kDurable
+};
+
+// A checkpoint read whole and checked: its header, checksum, version and
+// that the counts are all there and add up to the header's total. The
+// entries are checked as ForEachEntry walks them.
+class CheckpointFile {
+ public:
+  // kDataLoss for a file that is truncated, not a checkpoint or fails its
+  // checksum or counts; kFailedPrecondition for another format version;
+  // the Env's error if it cannot be read.
+  static Result<CheckpointFile> Read(Env& env, const std::string& path);
+
+  std::uint32_t partitions() const noexcept { return partitions_; }
+  std::uint32_t databases() const noexcept { return databases_; }
+  // The log position the checkpoint reflects.
+  std::uint64_t block() const noexcept { return block_; }
+  std::uint32_t offset() const noexcept { return offset_; }
+  std::uint64_t entries() const noexcept { return entries_; }
+  // The stored entry count of map `map` (partition * databases + db).
+  std::uint64_t map_count(std::uint64_t map) const noexcept;
+
+  // Calls fn for every entry in file order and stops at its first error.
+  // kDataLoss, before fn sees it, for an entry cut short or one that
+  // points past the checkpoint's position, and at the end for trailing
+  // bytes.
+  Status ForEachEntry(
+      const std::function<Status(const CheckpointEntry&)>& fn) const;
+
+ private:
+  CheckpointFile() = default;
+
+  std::string path_;
+  std::string bytes_;
+  std::uint32_t partitions_ = 0;
+  std::uint32_t databases_ = 0;
+  std::uint32_t offset_ = 0;
+  std::uint64_t block_ = 0;
+  std::uint64_t entries_ = 0;
+  std::size_t entries_begin_ = 0;
+};
+
+}  // namespace flush_internal
+CAIRN_NAMESPACE_END
+
+#endif  // CAIRN_FLUSH_INTERNAL_CHECKPOINT_H_
