@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bench-only peers. Each is optional: a missing peer makes its gate `skipped`.
 find_package(PkgConfig QUIET)
 set(CAIRN_HAVE_URCU OFF)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers shared by every component. Flags stay PRIVATE to cairn's targets.
 
 # cairn::xxhash, for the components that hash or checksum with xxHash

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cairn_write_pkg_config(<libraries> <output>)
 # Generates cairn.pc (from cmake/cairn.pc.in) for the installed layout.
 #   <libraries>: cairn's component targets in component (dependency) order,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GoogleTest. Sanitizer builds compile it from Debian's source package so the
 # test framework itself is instrumented (CAIRN_GTEST_FROM_SOURCE).
 if(TARGET GTest::gtest)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cairn::xxhash: libxxhash, found through pkg-config. The one definition of
 # the target: cairn's build includes this file (CairnHelpers.cmake), and an
 # installed cairn ships it beside cairnConfig.cmake, which includes it before

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cairn's A/B gate runner.
 
 Imports every bench/<component>/gates.py, calls its run(ctx), and writes the

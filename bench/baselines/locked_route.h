@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Bench baseline `owning`: the locked reference route. It is the test
 // oracle itself (tests/testing/locked_route.h), so the baseline the benches

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Bench-only baseline `object_index`: the object route of Mooncake's main as
 // of late 2026 (mooncake-store's ObjectIndex, #4161), rewritten here in its

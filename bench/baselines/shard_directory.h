@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Bench-only baseline `shard_directory`: a directory shaped like Mooncake's
 // main when the read-path RFC was written. 1024 shards, each a

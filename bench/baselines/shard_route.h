@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Bench-only baseline `shard`: the route of Mooncake's main. 1024 shards,
 // each a std::shared_mutex over an unordered_map<string, shared_ptr<Entry>>

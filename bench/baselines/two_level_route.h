@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Bench-only baseline `two_level`: the read-path RFC's alternative to a flat
 // route. Every object belongs to a group (a singleton is a group of one);

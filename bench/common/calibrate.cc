@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // cairn_calibrate: the machine record of a gate run. Measures, over one
 // 512 MiB buffer (4 KiB pages unless the kernel backs it with huge pages on

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // What a Google Benchmark driver of the gate suite needs around its
 // workloads: the population size, progress lines the gate runner passes

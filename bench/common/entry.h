@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The route-level benches' object and the per-object work every
 // implementation does for one key: the object's own reader-writer lock,

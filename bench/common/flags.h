@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // --name=value flags for the bench tools that are not Google Benchmark
 // binaries (cairn_calibrate, cairn_lookup_cost). Declare each flag by

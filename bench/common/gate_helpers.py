@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the gate modules (bench/<component>/gates.py) share beyond the
 runner's Context: the suite drivers' run plan, number formats, the
 drivers' self-checks, and running gate sections so one broken section

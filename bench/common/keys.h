@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The benches' keys: 64 bytes, a prefix and 16 hex digits padded with '.',
 // the population of n keys the route and directory benches build, and the

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Batch latency for the benches: a log-linear histogram per benchmark
 // thread, merged across the threads into p50/p99/p999 counters.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The benches' random numbers: a xorshift generator (cheap enough to sit in
 // a timed loop), the YCSB Zipf generator, and pre-drawn key streams that

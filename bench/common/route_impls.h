@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Adapters that drive a route-level implementation through one interface
 // (Publish, ReadOne, WriteOne, ReadBatch, WriteBatch), each doing the shared

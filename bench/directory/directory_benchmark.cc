@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Directory-level gates: the product's own path. GroupDirectory's
 // WithObject / WithObjectExclusive / WithObjects / WithObjectsExclusive on a

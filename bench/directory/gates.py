@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Directory gates (cairn_directory_benchmark): GroupDirectory against the
 shard-locked directory on YCSB A/B/C, uniform and Zipf 0.99, point and
 32-key batches, threads 1/2/8, batch latency p50/p99 from a histogram.

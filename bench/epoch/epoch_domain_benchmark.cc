@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // EpochDomain costs: guard enter+leave (both read-side modes, 1 and 2
 // threads, nested), retire+reclaim, grace-period latency, and W9 (a stalled

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Epoch gates: guard scaling, retire scaling, guard cost vs urcu-memb, W9 bounded memory."""
 
 import json

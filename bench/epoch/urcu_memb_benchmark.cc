@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Peer: liburcu's memb flavour read side (membarrier-based, like cairn's
 // asymmetric mode). Its own translation unit: urcu flavours must not share one.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Peer: liburcu's QSBR flavour read side (near free; the cost moves to
 // explicit quiescent-state announcements, here one per 1024 reads).

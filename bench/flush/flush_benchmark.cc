@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Flush benchmarks for gates X4 and X5 (docs/flush.md, bench/flush/gates.py).
 //   BM_FlushX4Receipts/<serial|staged>/<population>/<maps>

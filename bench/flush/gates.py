@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gates X4 and X5 of docs/flush.md: the receipt pass and LogStore end to end.
 
 Quick mode runs the receipt pass at 1M entries; --full at 16M (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gates X1-X3 of docs/index.md: ScanHashMap against absl::flat_hash_map.
 
 Quick mode runs 1M entries; --full adds 16M entries (the population the gate

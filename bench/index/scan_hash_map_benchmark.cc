@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ScanHashMap benchmarks for gates X1-X3 (docs/index.md, bench/index/gates.py).
 // Candidate and baselines live in this one binary with stable names:

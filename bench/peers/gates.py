@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gate suite's comparisons with peers and baselines
 (cairn_suite_benchmark, docs/gates.md): W6 Zipf 0.99 point operations
 against shard, object_index and the peers (TBB, cds_lfht, libcuckoo), W4

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Peer: liburcu's lock-free resizable hash table (cds_lfht) under the
 // urcu-memb flavour, behind a small interface so the flavour's macros stay in

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The suite's route-level comparisons with peers and baselines, written
 // against the route concept (cairn/route/route_concept.h) so they measure

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Route gates: W1 point reads, W2 batch R/W 1:1 (against shard, and against
 object_index for route.W2.vs_object_index), W3 forced collision, W5
 membership churn (100k, 1M; 10M with --full) and W8 bytes per empty

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Instructions per lookup on the directory's read path against the route's
 // own work plus the object lock, for `valgrind --tool=callgrind` (repeatable

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Instructions per lookup on the directory's read path (docs/directory.md,
 "Cost of a lookup"), from callgrind: runs cairn_lookup_cost under
 `valgrind --tool=callgrind --instr-atstart=no`, one dump per phase, and prints

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Route A/B: the epoch copy-on-write route against `shard` (Mooncake main's
 // 1024 shard locks), `owning` (the locked reference: copy the owner under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tenant gates: W7 eviction vs foreground p99, T1 multi-tenant point reads."""
 
 BINARY = "cairn_tenant_benchmark"

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The checksums of cairn/base/internal/coding.h. xxHash stays here, out of
 // the headers.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The parts of the file layer (cairn/base/env.h) that any Env shares.
 

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Env::Default(): the file layer on POSIX system calls. Every call retries
 // EINTR; reads and writes loop until the whole range is done (or, for a

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The cold half of EpochDomain: registration, retirement, the advancer,
 // stall reports, shutdown. The argument for the memory orders used here is in

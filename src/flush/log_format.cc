@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Encoding and checking of the block log format (cairn/flush/log_format.h).
 

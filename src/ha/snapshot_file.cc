@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The snapshot file's writer and validating reader
 // (cairn/ha/internal/snapshot_file.h). xxHash stays here, out of the

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The default IndexAllocator: aligned operator new for small requests, an
 // anonymous mapping advised for transparent huge pages for 2 MiB-multiple

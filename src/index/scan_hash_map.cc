@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The compiled part of ScanHashMap: per-map seeds and process-unique map ids.
 

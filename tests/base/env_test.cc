@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The contract of Env::Default() (the POSIX file layer), and of the test
 // Env that wraps it (tests/testing/counting_env.h).

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // A host program: registers a participant, reads under a guard, retires,
 // and checks the domain drained; then uses the directory (and through it the
@@ -15,9 +16,9 @@
 
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
-#include "cairn/ha/file_durable_log.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/epoch/epoch_domain.h"
+#include "cairn/ha/file_durable_log.h"
 
 namespace consumer {
 int UseEverythingA();

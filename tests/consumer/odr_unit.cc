@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Compiled twice (CMakeLists.txt: CAIRN_CONSUMER_ENTRY=UseEverythingA, then
 // =UseEverythingB, the entry point host.cc calls) into two

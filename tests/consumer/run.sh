@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs tests/consumer/host.cc against cairn three times: through
 # add_subdirectory; through find_package after installing the build directory
 # into a temporary prefix; and with the compiler alone and the installed

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Shared by the directory test files: the route type list every suite is
 // parameterised over, the test payload, and a watchdog that fails the test

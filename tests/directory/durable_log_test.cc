@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The durable-log hook (H1): every change a reader can see is reserved
 // before any directory lock and appended under the object lock before it is
@@ -29,7 +30,6 @@
 
 namespace cairn {
 namespace {
-
 
 using Dir = GroupDirectory<LoggedPayload>;
 using Handle = ObjectHandle<LoggedPayload>;

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Shared by the durable-log tests of the directory (the hook, through
 // InMemoryDurableLog) and of ha (FileDurableLog): a payload the log carries,

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Model-based random test: random operation sequences run against the
 // directory and against a single-threaded model of the semantics (singletons,

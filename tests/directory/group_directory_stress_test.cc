@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The lifetime suites the read-path RFC's gates ask for, typed over the route
 // implementations. Iteration counts scale with CAIRN_STRESS_SCALE; every

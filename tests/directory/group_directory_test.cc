@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // One test per rule D1-D9, L1-L3, P1-P5 of semantics.md (named after the
 // rule), plus bad input and the model basics. Every suite is typed over the

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The read path's "does not allocate" contract, checked with the counting
 // operator new of testing/alloc_counter.h: after one warm-up call on the

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Differential test: the same random operation sequences run against a
 // directory on the epoch route and one on the locked reference (the oracle),

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The RFC's reclamation gate at directory level, on the epoch route: a
 // reader stalls inside WithObjects while writers create and erase in its

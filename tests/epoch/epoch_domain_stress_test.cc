@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Races: an rcutorture-style age check, a sanitize-mode torture that frees for
 // real (ASan shows any early free), a TSan ordering test, and an

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // One test per rule E1-E10 of semantics.md, each run in both read-side modes.
 

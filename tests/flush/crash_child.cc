@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The crash test's child: applies the operation stream of `seed` to the
 // store in `dir` and, after every successful Flush or Checkpoint, writes the

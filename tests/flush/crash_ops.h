@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The operation stream of the crash test: the child (crash_child.cc)
 // applies it to a LogStore and the parent (log_store_crash_test.cc)

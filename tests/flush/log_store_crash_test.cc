@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The crash test (X10): a child process (crash_child.cc) applies a random
 // operation stream to a LogStore on a real file and is killed with SIGKILL

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // libFuzzer harness: the input is a program of map operations, run against
 // ScanHashMap and std::unordered_map side by side, with allocation failures

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // libFuzzer harness for the snapshot reader and restore (H2). The first
 // input byte picks the mode: raw (the rest is a whole file, so the header,
@@ -15,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "cairn/ha/snapshot.h"
 #include "cairn/epoch/epoch_domain.h"
+#include "cairn/ha/snapshot.h"
 
 namespace {
 

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // FileDurableLog: the durable-log hook's records in a checksummed
 // append-only file with group commit; a torn or damaged tail is kDataLoss

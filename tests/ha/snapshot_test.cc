@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Snapshot and restore (H2): round trips of a directory and of a registry,
 // group lease = max member lease, non-active objects dropped, presizing,

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ScanHashMap and memory: an allocation failure on any path returns
 // kResourceExhausted and changes nothing; lookups, error outcomes and the

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Differential test: ScanHashMap against std::unordered_map under random
 // operations with allocation-failure injection. Seeds are fixed, so a CI

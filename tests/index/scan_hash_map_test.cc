@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ScanHashMap: one test per rule X1-X5, X8, X9 of semantics.md section 10,
 // plus layout, chains, address reuse, detach, memory and bad input.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ObjectRouteIndex on its own: the route contract (D3, D4, D9), the
 // snapshot layout under collisions, and reclamation integration with a

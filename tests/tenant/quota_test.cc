@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // QuotaAccount (Q1, Q3) and the directory's ledger (Q2): two-phase puts,
 // upserts, reaping, and the bad-input paths.

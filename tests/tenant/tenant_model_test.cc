@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Model-based random test of quota, two-phase puts, upserts, erases and
 // eviction against a single-threaded model, checking Q2 (charged bytes ==

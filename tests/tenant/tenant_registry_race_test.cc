@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // T2 against a creation still in flight: once Remove has returned, a later
 // GetOrCreate must build a new instance, never hand out the removed one.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // TenantRegistry: T1, T2, the default tenant, the shared route domain and
 // the registry's own domain (E6).

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Replaces the global allocation functions with counting ones. The counter
 // is a thread_local with constant initialisation, so counting never

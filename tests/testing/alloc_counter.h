@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Counts heap allocations made by the calling thread, so a test can check a
 // "does not allocate" contract. Every test executable links

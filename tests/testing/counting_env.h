@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // CountingEnv: an Env for tests that wraps another (Env::Default() unless
 // given), records every call it passes on (its kind and path), and can make

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Test-only access to GroupDirectory internals, for tests and benchmarks
 // (never for hosts). The directory declares this class its friend; nothing

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Test-only access to EpochDomain internals. The library classes declare
 // this peer a friend; only tests and benches include this header.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // LockedRoute: the read-path RFC's locked reference route ("owning"). A fixed
 // array of route buckets, each an owning string map from key to an entry
@@ -39,12 +40,12 @@
 #include <vector>
 
 #include "cairn/base/check.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
 #include "cairn/route/internal/chunk_emitter.h"
-#include "cairn/base/internal/hash.h"
 #include "cairn/route/route_diagnostics.h"
 #include "cairn/route/route_options.h"
 
@@ -62,8 +63,8 @@ class LockedRoute {
 
   // Uses options.bucket_count only (no stripes, no epoch domain).
   explicit LockedRoute(const RouteOptions& options = {})
-      : mask_(std::bit_ceil(
-                  options.bucket_count == 0 ? 1 : options.bucket_count) -
+      : mask_(std::bit_ceil(options.bucket_count == 0 ? 1
+                                                      : options.bucket_count) -
               1),
         buckets_(mask_ + 1) {}
 

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Test-only access to ObjectRouteIndex internals, for tests and benchmarks
 // (never for hosts). The route declares this class its friend; nothing in
@@ -11,8 +12,8 @@
 #include <span>
 #include <string_view>
 
-#include "cairn/epoch/epoch_domain.h"
 #include "cairn/base/internal/hash.h"
+#include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/object_route_index.h"
 
 namespace cairn::route_internal {

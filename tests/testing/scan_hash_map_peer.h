@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Test-only access to ScanHashMap internals that are not part of its API:
 // the rehash position and the number of overflow buckets in use. Tests,

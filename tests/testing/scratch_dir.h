@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // For tests that write files: ScratchDir, a fresh directory under $TMPDIR
 // (or /tmp) for one test, removed with everything in it when the test ends,

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Shared by stress tests: how hard to push, from CAIRN_STRESS_SCALE.
 

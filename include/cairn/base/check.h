@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // CAIRN_CHECK aborts on a programmer error in every build; CAIRN_DCHECK only in
 // debug builds. Neither is for host input: bad input gets a Status.

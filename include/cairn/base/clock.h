@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The injected monotonic clock (P5). Every cairn component that needs time
 // takes a `const Clock*`; tests pass a ManualClock and drive it.

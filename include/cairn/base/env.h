@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Env: the one file layer every cairn file format goes through (the block
 // log, the LogStore checkpoint, FileDurableLog, the snapshot writer and

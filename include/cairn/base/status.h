@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Status and Result<T>: how cairn reports errors. No exception crosses the
 // API. A Status is one machine word:

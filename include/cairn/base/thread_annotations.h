@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Clang thread-safety analysis attributes (-Wthread-safety). They expand to
 // nothing on other compilers. The `tsa` preset turns the analysis on for

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Version of the cairn library and the inline ABI namespace that carries it.
 // Every public symbol lives in cairn::CAIRN_ABI_NAMESPACE, so two cairn builds

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The steps of a GroupDirectory that the components built on it need and a
 // host serving requests does not: the census and the revalidating commit of

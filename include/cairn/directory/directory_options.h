@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The options, per-call settings and diagnostics of a GroupDirectory
 // (cairn/directory/group_directory.h): what a host fills in and reads back.

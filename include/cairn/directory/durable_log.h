@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // DurableLog: the hook through which a GroupDirectory writes every change a
 // reader can see to a log before any reader can see it (H1,

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // GroupDirectory: one tenant's objects. Singletons and explicit groups of
 // objects, each object behind its own reader-writer lock, found in one hash

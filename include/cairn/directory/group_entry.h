@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // GroupEntry: an explicit group. It owns the storage of every member it ever
 // had (ObjectEntry addresses stay stable for the group's lifetime), keeps its

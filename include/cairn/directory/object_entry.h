@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ObjectEntry: one named object instance in a GroupDirectory. It carries an
 // ObjectId (never reused within a tenant instance), its owned key, a link to

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // QuotaAccount: one tenant's byte account (Q1-Q3, docs/semantics.md). One
 // 64-bit word holds the charged bytes and an admission-closed bit; charges

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Forwarding header (cairn-forwarding-header), kept until cairn 0.2:
 // tenant_registry.h moved to the tenant component. Include

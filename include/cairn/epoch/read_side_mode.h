@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ReadSideMode: how an EpochDomain's readers publish the epoch they pin.
 // Chosen in EpochOptions::read_side_mode; EpochDomain::read_side_mode()

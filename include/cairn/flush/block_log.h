@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // BlockLog: a log of fixed-size blocks in one real file (format in
 // cairn/flush/log_format.h), written with positional writes and made durable

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The on-disk format of cairn's block log (docs/flush.md has the picture).
 //

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // LogStore: a small embedded key-value store over the block log. Keys live
 // in numbered databases (0 .. databases-1); each key hashes to one of

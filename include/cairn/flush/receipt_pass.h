@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The flush receipt pass. Every append to the block log leaves a receipt
 // naming the index entry it wrote ({entry address, 32-bit hash, tag, map,

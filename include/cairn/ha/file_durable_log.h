@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // FileDurableLog: a DurableLog (durable_log.h, H1) on one append-only file.
 //

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Snapshot and restore (H2, docs/snapshot.md). WriteSnapshot writes a
 // GroupDirectory, one Tenant or a whole TenantRegistry to a file while it
@@ -147,21 +148,23 @@ Status WriteTenantSection(const GroupDirectory<Payload, Route>& directory,
       const std::int64_t now = directory.clock()->NowNanos();
       used = 0;
       Status encoded;
-      Status read = DirectoryHooks::InspectUnit(directory, handle, [&](const View& view) {
-        if (!encoded.ok()) return;
-        if (used == unit.size()) unit.emplace_back();
-        SnapshotUnitObject& o = unit[used++];
-        o.key.assign(view.key());
-        o.payload.clear();
-        if (encode) encoded = encode(view.payload(), &o.payload);
-        SnapshotObject& r = o.record;
-        r.size_bytes = view.size_bytes();
-        r.counted_bytes = view.counted_bytes();
-        r.retained_bytes = view.retained_bytes();
-        r.lease_ttl_nanos = Remaining(view.lease_deadline_nanos(), now);
-        r.soft_pin_ttl_nanos = Remaining(view.soft_pin_deadline_nanos(), now);
-        r.hard_pinned = view.hard_pinned();
-      });
+      Status read =
+          DirectoryHooks::InspectUnit(directory, handle, [&](const View& view) {
+            if (!encoded.ok()) return;
+            if (used == unit.size()) unit.emplace_back();
+            SnapshotUnitObject& o = unit[used++];
+            o.key.assign(view.key());
+            o.payload.clear();
+            if (encode) encoded = encode(view.payload(), &o.payload);
+            SnapshotObject& r = o.record;
+            r.size_bytes = view.size_bytes();
+            r.counted_bytes = view.counted_bytes();
+            r.retained_bytes = view.retained_bytes();
+            r.lease_ttl_nanos = Remaining(view.lease_deadline_nanos(), now);
+            r.soft_pin_ttl_nanos =
+                Remaining(view.soft_pin_deadline_nanos(), now);
+            r.hard_pinned = view.hard_pinned();
+          });
       if (read.code() == StatusCode::kNotFound) continue;  // gone meanwhile
       if (!read.ok()) {
         failed = read;

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // IndexAllocator: where a ScanHashMap gets its memory. Every allocation the
 // map makes (bucket tables, overflow bucket chunks, entry arena slabs and the

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ScanHashMap<Value>: the record index. Keys are byte strings, values small
 // trivially copyable records (a log location, say). Entries live in an arena

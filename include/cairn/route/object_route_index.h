@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ObjectRouteIndex: the read-path RFC's "Proposed Route". A bucket table
 // (an atomic pointer to an array of buckets), each bucket an atomic pointer
@@ -77,13 +78,13 @@
 #include <vector>
 
 #include "cairn/base/check.h"
+#include "cairn/base/internal/hash.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/route/internal/bucket_snapshot.h"
 #include "cairn/route/internal/chunk_emitter.h"
-#include "cairn/base/internal/hash.h"
 #include "cairn/route/internal/route_table.h"
 #include "cairn/route/route_concept.h"
 #include "cairn/route/route_diagnostics.h"
@@ -137,16 +138,15 @@ class ObjectRouteIndex {
                           : nullptr),
         domain_(options.epoch_domain != nullptr ? options.epoch_domain
                                                 : owned_domain_.get()),
-        min_buckets_(std::bit_ceil(
-            std::max<std::size_t>(options.bucket_count, 1))),
+        min_buckets_(
+            std::bit_ceil(std::max<std::size_t>(options.bucket_count, 1))),
         fixed_(options.fixed_bucket_count),
         // Never more stripes than the smallest table has buckets, so every
         // bucket of every table size belongs to exactly one stripe.
-        stripe_mask_(
-            std::min(std::bit_ceil(
-                         std::max<std::size_t>(options.stripe_count, 1)),
-                     min_buckets_) -
-            1),
+        stripe_mask_(std::min(std::bit_ceil(std::max<std::size_t>(
+                                  options.stripe_count, 1)),
+                              min_buckets_) -
+                     1),
         stripes_(new Stripe[stripe_mask_ + 1]) {
     Table* table = Table::Allocate(min_buckets_);
     CAIRN_CHECK(table != nullptr);

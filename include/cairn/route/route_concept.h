@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // ObjectRoute<R, Entry>: what GroupDirectory requires of its route (key ->
 // entry owner). The library's route is ObjectRouteIndex; a host may plug in

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // RouteDiagnostics: a route's occupancy and, for the epoch route, its
 // publication and reclamation figures. A value type, filled by

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // RouteOptions: how an object route is sized and which epoch domain it
 // retires into. Read once, at construction.

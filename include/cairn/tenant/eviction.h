@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The eviction kernel: one pipeline for every policy (V1-V5,
 // docs/tenants.md).

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // TenantRegistry: the host's map from tenant name to Tenant (its quota
 // account and its GroupDirectory), published as immutable copy-on-write
@@ -45,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/base/internal/hash.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -52,7 +54,6 @@
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/quota.h"
 #include "cairn/epoch/epoch_domain.h"
-#include "cairn/base/internal/hash.h"
 
 CAIRN_NAMESPACE_BEGIN
 

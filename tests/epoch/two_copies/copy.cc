@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // One copy of cairn inside a shared object. Built twice, as
 // libcairn_two_copies_a.so and libcairn_two_copies_b.so, each linking

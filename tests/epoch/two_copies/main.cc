@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Two copies of cairn in one process, used alternately from one thread: a
 // guard entered through one copy's EnterOnThisThread() must protect that

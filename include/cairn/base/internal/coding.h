@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Byte coding shared by cairn's file formats (the block log, the LogStore
 // checkpoint, the durable log and its records, the snapshot):

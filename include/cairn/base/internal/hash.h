@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Key hashing for every component: transparent hash/equality for string
 // maps, the route hash that picks buckets and probe slots (inline: it is on

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // One logged change of a GroupDirectory (the durable-log hook, rule H1 in
 // docs/semantics.md; docs/durable_log.md): reserved before any directory

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The LogStore checkpoint file (docs/flush.md, "Checkpoint format"): every
 // index entry's key and log location, the per-map entry counts that let a

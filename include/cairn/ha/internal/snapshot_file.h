@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The snapshot file (H2): its writer and its validating reader. Machinery for
 // cairn/ha/snapshot.h, which is what hosts include; docs/snapshot.md

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Memory machinery of ScanHashMap: the entry arena (stable addresses, 32-bit
 // handles, size-class free lists) and the pool of overflow buckets (32-bit

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // The 64-byte bucket of ScanHashMap and its tag matcher. The layout is fixed
 // and does not depend on ISA flags: SSE2 only changes how tags are compared.

@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // BucketSnapshot: one immutable route bucket. A single allocation holds a
 // flat open-addressed table of slots (the full 64-bit hash beside each entry

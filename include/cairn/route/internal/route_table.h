@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // RouteTable: one bucket table of the resizing route. A single allocation:
 // a header (the mask and the `next` link a resize sets) followed by the

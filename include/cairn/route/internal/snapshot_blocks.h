@@ -1,4 +1,5 @@
 // Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
 //
 // Route blocks: the allocations that hold bucket snapshots and route
 // records, kept for reuse by the thread that frees them. Every route write
