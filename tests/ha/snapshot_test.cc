@@ -1049,7 +1049,7 @@ TEST(SnapshotTest, FileGoesThroughTheEnvAndAFailedStepLeavesTheOldSnapshot) {
   EXPECT_EQ(env.count(EnvCall::kSync, tmp), 1u);
   EXPECT_EQ(env.count(EnvCall::kRename, tmp), 1u);
   EXPECT_EQ(env.count(EnvCall::kSyncDir, scratch.path()), 1u);
-  const std::string good = ReadFile(path);
+  const std::string good = ReadWholeFile(path);
 
   ASSERT_TRUE(dir.Create("b", Sized(1), Payload(2, 2)).ok());
   env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"));
@@ -1061,7 +1061,7 @@ TEST(SnapshotTest, FileGoesThroughTheEnvAndAFailedStepLeavesTheOldSnapshot) {
   env.FailNth(EnvCall::kRename, 1, InternalError("injected rename failure"));
   EXPECT_EQ(WriteSnapshot(dir, path, Encode, options).message(),
             "injected rename failure");
-  EXPECT_EQ(ReadFile(path), good);
+  EXPECT_EQ(ReadWholeFile(path), good);
   EXPECT_EQ(env.count(EnvCall::kRemove, tmp), 3u);
   EXPECT_EQ(*Env::Default()->List(scratch.path()),
             std::vector<std::string>{"snap"});
