@@ -22,15 +22,15 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Create(
     const std::string& path, const BlockLogOptions& options) {
   const std::size_t block_bytes = options.block_bytes;
   CAIRN_RETURN_IF_ERROR(CheckBlockBytes(block_bytes));
+  Env& env = *Env::OrDefault(options.env);
+  Result<bool> exists = env.FileExists(path);
+  if (!exists.ok()) return exists.status();
+  if (*exists) return AlreadyExistsError("log file exists: " + path);
+  // Truncating, not exclusive: a crash may have left a log.tmp behind.
+  const std::string tmp = path + ".tmp";
   Result<std::unique_ptr<FileHandle>> file =
-      Env::OrDefault(options.env)
-          ->NewFile(path, FileOpenMode::kCreateExclusive);
-  if (!file.ok()) {
-    if (file.status().code() == StatusCode::kAlreadyExists) {
-      return AlreadyExistsError("log file exists: " + path);
-    }
-    return file.status();
-  }
+      env.NewFile(tmp, FileOpenMode::kCreateOrTruncate);
+  if (!file.ok()) return file.status();
   std::unique_ptr<BlockLog> log(new (std::nothrow) BlockLog(
       std::move(file).value(), path, block_bytes, options.sync));
   if (log == nullptr) return ResourceExhaustedError("BlockLog");
@@ -40,6 +40,9 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Create(
   CAIRN_RETURN_IF_ERROR(
       log->file_->WriteAt(0, std::string_view(header, sizeof(header))));
   CAIRN_RETURN_IF_ERROR(log->Sync());
+  // The handle stays open across the rename: it is the same file.
+  CAIRN_RETURN_IF_ERROR(env.Rename(tmp, path));
+  if (options.sync) CAIRN_RETURN_IF_ERROR(env.SyncDir(DirectoryOf(path)));
   return log;
 }
 

@@ -60,9 +60,21 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
           "max_key_bytes + max_value_bytes do not fit one block");
     }
   }
-  if (Status made = env->CreateDir(dir);
-      !made.ok() && made.code() != StatusCode::kAlreadyExists) {
+  if (Status made = env->CreateDir(dir); made.ok()) {
+    // The new directory's own entry must be durable before anything in it
+    // is acknowledged, or a crash can take the whole store with it.
+    if (options.sync) CAIRN_RETURN_IF_ERROR(env->SyncDir(DirectoryOf(dir)));
+  } else if (made.code() != StatusCode::kAlreadyExists) {
     return made;
+  }
+  // One opener at a time, in this process or another.
+  Result<std::unique_ptr<FileLock>> dir_lock = env->LockFile(dir + "/LOCK");
+  if (!dir_lock.ok()) {
+    if (dir_lock.status().code() == StatusCode::kFailedPrecondition) {
+      return FailedPreconditionError("store " + dir +
+                                     " is open elsewhere (LOCK is held)");
+    }
+    return dir_lock.status();
   }
   BlockLogOptions log_options;
   log_options.block_bytes = options.block_bytes;
@@ -83,19 +95,32 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
     return InvalidArgumentError(
         "max_key_bytes + max_value_bytes do not fit one block");
   }
-  std::unique_ptr<LogStore> store(
-      new LogStore(dir, options, env, std::move(log).value()));
+  std::unique_ptr<LogStore> store(new LogStore(
+      dir, options, env, std::move(dir_lock).value(), std::move(log).value()));
   store->recovery_.created = created;
   // Until recovery succeeds the store counts as closed, so destroying a
   // store that failed to open writes nothing.
   CAIRN_RETURN_IF_ERROR(store->Recover());
+  if (!created && options.sync) {
+    // What recovery found may sit only in the page cache (a previous open
+    // failed between a write and its sync): make it durable before anything
+    // is built on it, the log's bytes and both directory entries.
+    CAIRN_RETURN_IF_ERROR(store->log_->Sync());
+    CAIRN_RETURN_IF_ERROR(env->SyncDir(dir));
+    CAIRN_RETURN_IF_ERROR(env->SyncDir(DirectoryOf(dir)));
+  }
   store->closed_.store(false, std::memory_order_release);
   return store;
 }
 
 LogStore::LogStore(std::string dir, const LogStoreOptions& options, Env* env,
+                   std::unique_ptr<FileLock> dir_lock,
                    std::unique_ptr<BlockLog> log)
-    : dir_(std::move(dir)), options_(options), env_(env), log_(std::move(log)) {
+    : dir_(std::move(dir)),
+      options_(options),
+      env_(env),
+      lock_(std::move(dir_lock)),
+      log_(std::move(log)) {
   ScanHashMapOptions map_options;
   map_options.max_key_bytes = options_.max_key_bytes;
   partitions_.reserve(options_.partitions);
@@ -110,7 +135,13 @@ LogStore::LogStore(std::string dir, const LogStoreOptions& options, Env* env,
 }
 
 LogStore::~LogStore() {
-  if (!closed_.load(std::memory_order_acquire)) (void)Close();
+  if (closed_.load(std::memory_order_acquire)) return;
+  try {
+    (void)Close();
+  } catch (const std::bad_alloc&) {
+    // Out of memory in the last flush: what earlier flushes acknowledged
+    // is durable; the rest is lost, as after a crash.
+  }
 }
 
 std::size_t LogStore::PartitionOf(std::string_view key) const noexcept {
@@ -431,12 +462,15 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
                         offset, static_cast<std::uint32_t>(bytes), 0};
 }
 
-void LogStore::MaybeApplyBackPressure() {
-  if (sealed_blocks_.load(std::memory_order_relaxed) >=
+Status LogStore::MakeRoom() {
+  if (sealed_blocks_.load(std::memory_order_relaxed) <
       options_.max_sealed_blocks) {
-    // An error here resurfaces at the host's next Flush.
-    (void)Flush();
+    return Status();
   }
+  // The writer flushes the waiting blocks itself. If that fails (a full
+  // disk), the write fails with the disk's error before it appends, and so
+  // does every later one until a flush succeeds: memory stays bounded.
+  return Flush();
 }
 
 Status LogStore::Set(std::uint32_t db, std::string_view key,
@@ -445,6 +479,7 @@ Status LogStore::Set(std::uint32_t db, std::string_view key,
     return FailedPreconditionError("store is closed");
   }
   CAIRN_RETURN_IF_ERROR(Validate(db, key, value));
+  CAIRN_RETURN_IF_ERROR(MakeRoom());
   Partition& part = *partitions_[PartitionOf(key)];
   {
     MutexLock partition_lock(&part.mu);
@@ -483,7 +518,6 @@ Status LogStore::Set(std::uint32_t db, std::string_view key,
       receipt.length = loc->length;
     }
   }
-  MaybeApplyBackPressure();
   return Status();
 }
 
@@ -492,6 +526,7 @@ Status LogStore::Del(std::uint32_t db, std::string_view key) {
     return FailedPreconditionError("store is closed");
   }
   CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
+  CAIRN_RETURN_IF_ERROR(MakeRoom());
   Partition& part = *partitions_[PartitionOf(key)];
   {
     MutexLock partition_lock(&part.mu);
@@ -503,7 +538,6 @@ Status LogStore::Del(std::uint32_t db, std::string_view key) {
     if (!loc.ok()) return loc.status();
     CAIRN_CHECK(map.Erase(key) == ScanHashMapOutcome::kOk);
   }
-  MaybeApplyBackPressure();
   return Status();
 }
 
@@ -515,6 +549,7 @@ Status LogStore::FlushDb(std::uint32_t db) {
     return InvalidArgumentError("database " + std::to_string(db) +
                                 " out of range");
   }
+  CAIRN_RETURN_IF_ERROR(MakeRoom());
   std::vector<ScanHashMapPopulation> dropped;
   try {
     dropped.reserve(partitions_.size());
@@ -537,7 +572,6 @@ Status LogStore::FlushDb(std::uint32_t db) {
   }
   UnlockAllPartitions();
   dropped.clear();  // frees the populations outside the locks
-  if (status.ok()) MaybeApplyBackPressure();
   return status;
 }
 
@@ -672,8 +706,10 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     const std::int64_t io = NowNanos() - start;
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer& buffer = *pending->buffer;
-    buffer.sequence = header.sequence;  // even on error: never reuse a slot
     if (!s.ok()) {
+      // The sequence stays: the retry writes its header into the same slot,
+      // so the other slot keeps the last durable header whatever this
+      // attempt left behind.
       // Hand the receipts back for the next attempt.
       try {
         pending->receipts.insert(pending->receipts.begin(), receipts.begin(),
@@ -684,6 +720,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       }
       return s;
     }
+    buffer.sequence = header.sequence;
     buffer.flushed = header.used_bytes;
     watermark_.store((header.block << 32) | header.used_bytes,
                      std::memory_order_release);

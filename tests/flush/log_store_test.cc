@@ -440,12 +440,14 @@ TEST(LogStoreTest, CheckpointGoesThroughTheEnvAndItsFailuresComeBack) {
     auto store = MustOpen(dir.path(), o);
     EXPECT_EQ(env.count(EnvCall::kNewFile, dir.File("log")), 1u);
     ASSERT_TRUE(store->Set(0, "a", "1").ok());
+    // Creating the log synced the directory once already.
+    const std::uint64_t dir_syncs = env.count(EnvCall::kSyncDir, dir.path());
     ASSERT_TRUE(store->Checkpoint().ok());
     EXPECT_EQ(env.count(EnvCall::kNewFile, tmp), 1u);
     EXPECT_EQ(env.count(EnvCall::kAppend, tmp), 1u);
     EXPECT_EQ(env.count(EnvCall::kSync, tmp), 1u);
     EXPECT_EQ(env.count(EnvCall::kRename, tmp), 1u);
-    EXPECT_EQ(env.count(EnvCall::kSyncDir, dir.path()), 1u);
+    EXPECT_EQ(env.count(EnvCall::kSyncDir, dir.path()), dir_syncs + 1);
     EXPECT_GE(env.count(EnvCall::kSync, dir.File("log")), 2u);  // the flush
 
     ASSERT_TRUE(store->Set(0, "b", "2").ok());

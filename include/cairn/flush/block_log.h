@@ -54,10 +54,13 @@ struct BlockLogOptions {
 
 class BlockLog {
  public:
-  // Creates a new log file (kAlreadyExists if `path` exists) and syncs its
-  // file header. kInvalidArgument for a bad block size; the Env's error
+  // Creates a new log file (kAlreadyExists if `path` exists): the file
+  // header is written and synced under `path`.tmp, which is then renamed to
+  // `path` and the directory synced, so a crash leaves either no log or a
+  // whole one. kInvalidArgument for a bad block size; the Env's error
   // (kInternal with errno text, kResourceExhausted for a full disk) if the
-  // file cannot be created or written.
+  // file cannot be created or written. The caller owns the directory: two
+  // creators of one path at once are not detected (LogStore holds a lock).
   static Result<std::unique_ptr<BlockLog>> Create(
       const std::string& path, const BlockLogOptions& options);
   // Create's block size check, for callers that must validate before they

@@ -86,6 +86,9 @@ struct LogStoreOptions {
   FlushMode mode = FlushMode::kReceipts;
   ReceiptPassOptions pass;
   // Full blocks waiting for a flush before a writer flushes them itself.
+  // If that flush fails, the write fails with its error and appends
+  // nothing, so memory holds at most this many full blocks plus one per
+  // concurrent writer.
   std::size_t max_sealed_blocks = 4;
   bool checkpoint_on_close = true;
   // The file layer the log and the checkpoint go through; null means
@@ -136,7 +139,9 @@ class LogStore {
 
   // kInvalidArgument (nothing applied) for a db out of range, an empty key,
   // a key over max_key_bytes or a value over max_value_bytes;
-  // kResourceExhausted if memory ran out (nothing applied); kFailedPrecondition
+  // kResourceExhausted if memory ran out (nothing applied); the error of
+  // the back-pressure flush (max_sealed_blocks) if it failed, such as
+  // kResourceExhausted for a full disk (nothing applied); kFailedPrecondition
   // after Close. Not durable until the next Flush.
   Status Set(std::uint32_t db, std::string_view key, std::string_view value);
   // kNotFound if absent (nothing logged); else as Set.
@@ -187,7 +192,7 @@ class LogStore {
   };
 
   LogStore(std::string dir, const LogStoreOptions& options, Env* env,
-           std::unique_ptr<BlockLog> log);
+           std::unique_ptr<FileLock> dir_lock, std::unique_ptr<BlockLog> log);
 
   Status Recover();
   Status LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset);
@@ -212,7 +217,9 @@ class LogStore {
   bool DurableByWatermark(const RecordLocation& loc) const noexcept;
   Status ReadFromFile(const RecordLocation& loc, std::string_view key,
                       std::string* value) const;
-  void MaybeApplyBackPressure();
+  // Back-pressure: flushes when max_sealed_blocks full blocks wait; the
+  // flush's error if it fails.
+  Status MakeRoom();
 
   // Flush steps, under flush_mu_.
   Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report)
@@ -229,6 +236,7 @@ class LogStore {
   const std::string dir_;
   const LogStoreOptions options_;
   Env* const env_;  // options_.env, or Env::Default()
+  const std::unique_ptr<FileLock> lock_;  // dir_/LOCK, held while open
   const std::unique_ptr<BlockLog> log_;
   std::vector<std::unique_ptr<Partition>> partitions_;
   LogStoreRecovery recovery_;

@@ -1,0 +1,448 @@
+// Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
+//
+// LogStore against a failing disk (testing/fault_env.h). One seeded
+// workload (Set, Del, FlushDb, Flush, Checkpoint, Close and reopen) runs
+// once on a healthy disk to count its calls, writes and syncs, then once per
+// case with one fault: every call failed in turn, every write torn in turn,
+// and a power cut after every sync and at random calls. After each case the
+// disk reboots healthy and the store must open and hold exactly the state
+// after some prefix of the operations it accepted, at least as long as the
+// last one a Flush, Checkpoint or Close acknowledged (the durability promise
+// in docs/flush.md). The same check runs at every reopen inside the
+// workload.
+
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cairn/flush/log_store.h"
+#include "gtest/gtest.h"
+#include "testing/fault_env.h"
+#include "testing/stress.h"
+
+namespace cairn {
+namespace {
+
+using testing::CutMode;
+using testing::EnvCall;
+using testing::FaultEnv;
+
+constexpr char kStore[] = "/sim/store";
+constexpr std::uint32_t kDatabases = 2;
+constexpr int kKeys = 24;
+
+using State = std::map<std::pair<std::uint32_t, std::string>, std::string>;
+
+struct Mutation {
+  enum class Type : std::uint8_t { kSet, kDel, kFlushDb } type;
+  std::uint32_t db;
+  std::string key;
+  std::string value;
+};
+
+void Apply(State* state, const Mutation& m) {
+  switch (m.type) {
+    case Mutation::Type::kSet:
+      (*state)[{m.db, m.key}] = m.value;
+      break;
+    case Mutation::Type::kDel:
+      state->erase({m.db, m.key});
+      break;
+    case Mutation::Type::kFlushDb:
+      std::erase_if(*state, [&](const auto& e) { return e.first.first == m.db; });
+      break;
+  }
+}
+
+// What the store accepted since it was last opened, on top of what that
+// open recovered, and how much of it was acknowledged durable.
+struct History {
+  State base;
+  std::vector<Mutation> accepted;
+  std::size_t durable = 0;  // accepted[0, durable) are acknowledged
+
+  void Acknowledge() { durable = accepted.size(); }
+  // After a reopen that recovered `state`.
+  void Restart(State state) {
+    base = std::move(state);
+    accepted.clear();
+    durable = 0;
+  }
+};
+
+LogStoreOptions Options(Env* env, bool checkpoint_on_close) {
+  LogStoreOptions options;
+  options.env = env;
+  options.partitions = 2;
+  options.databases = kDatabases;
+  options.block_bytes = kLogMinBlockBytes;
+  options.max_key_bytes = 16;
+  options.max_value_bytes = 1500;
+  options.max_sealed_blocks = 2;
+  options.checkpoint_on_close = checkpoint_on_close;
+  return options;
+}
+
+std::string Key(int k) { return "key" + std::to_string(k); }
+
+// The store's whole content, by Get of every key the workload uses; a key
+// count that disagrees (an entry the workload never wrote) is an error.
+Result<State> ReadState(LogStore& store) {
+  State state;
+  for (std::uint32_t db = 0; db < kDatabases; ++db) {
+    std::size_t found = 0;
+    for (int k = 0; k < kKeys; ++k) {
+      std::string value;
+      Status s = store.Get(db, Key(k), &value);
+      if (s.code() == StatusCode::kNotFound) continue;
+      if (!s.ok()) return s;
+      state[{db, Key(k)}] = std::move(value);
+      ++found;
+    }
+    if (store.KeyCount(db) != found) {
+      return DataLossError("database " + std::to_string(db) + " holds " +
+                           std::to_string(store.KeyCount(db)) +
+                           " keys, Get found " + std::to_string(found));
+    }
+  }
+  return state;
+}
+
+// Empty if `got` is the state after some prefix of `history` that keeps
+// every acknowledged mutation; else what is wrong.
+std::string CheckPrefix(const History& history, const State& got) {
+  State state = history.base;
+  for (std::size_t n = 0;; ++n) {
+    if (n >= history.durable && state == got) return {};
+    if (n == history.accepted.size()) break;
+    Apply(&state, history.accepted[n]);
+  }
+  return "recovered " + std::to_string(got.size()) +
+         " keys, which match no prefix of the " +
+         std::to_string(history.accepted.size()) +
+         " accepted mutations that keeps the " +
+         std::to_string(history.durable) + " acknowledged";
+}
+
+// Opens the store and checks what it recovered against `history`, which
+// then restarts from it. Empty on success, else the failure.
+std::string Reopen(Env* env, bool checkpoint_on_close, History* history,
+                   std::unique_ptr<LogStore>* store) {
+  store->reset();
+  auto opened = LogStore::Open(kStore, Options(env, checkpoint_on_close));
+  if (!opened.ok()) {
+    return "Open failed: " + std::string(opened.status().message());
+  }
+  Result<State> state = ReadState(**opened);
+  if (!state.ok()) {
+    // An injected read error says nothing about what the disk holds; a
+    // record that fails its checksum does.
+    if (state.status().code() != StatusCode::kDataLoss) {
+      return "Open failed: cannot read back: " +
+             std::string(state.status().message());
+    }
+    return "reading back failed: " + std::string(state.status().message());
+  }
+  std::string wrong = CheckPrefix(*history, *state);
+  if (!wrong.empty()) return wrong;
+  history->Restart(std::move(state).value());
+  *store = std::move(opened).value();
+  return {};
+}
+
+// One run of the seeded workload. A failed reopen inside it ends the run
+// (a host cannot go on without its store); a failed check is recorded.
+struct WorkloadRun {
+  History history;
+  std::unique_ptr<LogStore> store;
+  std::string failure;  // the first check that failed
+  std::size_t acknowledged_checked = 0;
+};
+
+void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run) {
+  std::mt19937_64 rng(seed);
+  const bool checkpoint_on_close = seed % 2 == 0;
+  auto opened = LogStore::Open(kStore, Options(env, checkpoint_on_close));
+  if (!opened.ok()) return;  // nothing was accepted
+  run->store = std::move(opened).value();
+  History& history = run->history;
+  for (int step = 0; step < 160; ++step) {
+    LogStore& store = *run->store;
+    const int dice = static_cast<int>(rng() % 100);
+    const auto db = static_cast<std::uint32_t>(rng() % kDatabases);
+    const std::string key = Key(static_cast<int>(rng() % kKeys));
+    if (dice < 66) {
+      std::string value(1 + rng() % 1400, 'a' + static_cast<char>(step % 26));
+      value[0] = static_cast<char>('A' + rng() % 26);
+      if (store.Set(db, key, value).ok()) {
+        history.accepted.push_back({Mutation::Type::kSet, db, key, value});
+      }
+    } else if (dice < 76) {
+      if (store.Del(db, key).ok()) {
+        history.accepted.push_back({Mutation::Type::kDel, db, key, {}});
+      }
+    } else if (dice < 78) {
+      if (store.FlushDb(db).ok()) {
+        history.accepted.push_back({Mutation::Type::kFlushDb, db, {}, {}});
+      }
+    } else if (dice < 90) {
+      if (store.Flush().ok()) history.Acknowledge();
+    } else if (dice < 95) {
+      if (store.Checkpoint().ok()) history.Acknowledge();
+    } else {
+      if (store.Close().ok()) history.Acknowledge();
+      const std::size_t acknowledged = history.durable;
+      std::string wrong =
+          Reopen(env, checkpoint_on_close, &history, &run->store);
+      if (run->store == nullptr) {
+        if (run->failure.empty() && !wrong.starts_with("Open failed")) {
+          run->failure = wrong;
+        }
+        return;
+      }
+      run->acknowledged_checked += acknowledged;
+      if (!wrong.empty() && run->failure.empty()) run->failure = wrong;
+    }
+  }
+  if (run->store->Close().ok()) history.Acknowledge();
+}
+
+enum class Ending : std::uint8_t { kKill, kPowerCut };
+
+// After the workload: the process dies (or the power is cut), the disk
+// reboots healthy, and the store must open and pass the prefix check.
+std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending, CutMode mode) {
+  if (ending == Ending::kKill) {
+    env->Kill();
+  } else if (!env->dead()) {
+    env->PowerCut(mode);
+  }
+  run->store.reset();  // its Close fails: the process is gone
+  env->Reboot();
+  run->acknowledged_checked += run->history.durable;
+  std::unique_ptr<LogStore> store;
+  std::string wrong = Reopen(env, true, &run->history, &store);
+  if (!run->failure.empty()) return run->failure;
+  return wrong;
+}
+
+struct SweepTally {
+  explicit SweepTally(const char* sweep) : name(sweep) {}
+  const char* name;
+  std::size_t cases = 0;
+  std::size_t acknowledged_checked = 0;
+  std::vector<std::string> failures;
+
+  void Add(std::string label, const WorkloadRun& run, std::string failure) {
+    ++cases;
+    acknowledged_checked += run.acknowledged_checked;
+    if (!failure.empty()) failures.push_back(label + ": " + failure);
+  }
+  void Report() const {
+    std::printf("[ sweep    ] LogStore %s: %zu cases, %zu acknowledged "
+                "mutations checked, %zu lost or unopenable\n",
+                name, cases, acknowledged_checked, failures.size());
+    for (std::size_t i = 0; i < failures.size() && i < 8; ++i) {
+      ADD_FAILURE() << failures[i];
+    }
+    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << cases;
+  }
+};
+
+constexpr std::uint64_t kSeed = 7;
+constexpr int kErrors[] = {EIO, ENOSPC, EDQUOT};
+constexpr CutMode kModes[] = {CutMode::kDropUnsynced, CutMode::kTearUnsynced,
+                              CutMode::kGarbageUnsynced};
+
+struct Counts {
+  std::uint64_t calls, writes, syncs;
+};
+
+Counts CountHealthyRun() {
+  FaultEnv env;
+  WorkloadRun run;
+  RunWorkload(&env, kSeed, &run);
+  Counts counts{env.calls(), env.writes(), env.syncs()};
+  EXPECT_EQ(run.failure, "");
+  EXPECT_EQ(Finish(&env, &run, Ending::kKill, CutMode::kDropUnsynced), "");
+  return counts;
+}
+
+TEST(LogStoreFaultTest, EveryCallFailedInTurn) {
+  const Counts counts = CountHealthyRun();
+  SweepTally tally("every call failed");
+  for (std::uint64_t i = 1; i <= counts.calls; ++i) {
+    for (Ending ending : {Ending::kKill, Ending::kPowerCut}) {
+      FaultEnv env(i);
+      env.FailCall(i, kErrors[i % 3]);
+      WorkloadRun run;
+      RunWorkload(&env, kSeed, &run);
+      tally.Add("call " + std::to_string(i) +
+                    (ending == Ending::kKill ? " then kill" : " then cut"),
+                run, Finish(&env, &run, ending, CutMode::kDropUnsynced));
+    }
+  }
+  std::printf("[ sweep    ] the workload makes %llu calls\n",
+              static_cast<unsigned long long>(counts.calls));
+  tally.Report();
+}
+
+TEST(LogStoreFaultTest, EveryWriteTornInTurn) {
+  const Counts counts = CountHealthyRun();
+  SweepTally tally("every write torn");
+  for (std::uint64_t i = 1; i <= counts.writes; ++i) {
+    FaultEnv env(i);
+    std::mt19937_64 rng(i);
+    env.TearWrite(i, rng() % 6000);
+    WorkloadRun run;
+    RunWorkload(&env, kSeed, &run);
+    tally.Add("write " + std::to_string(i), run,
+              Finish(&env, &run, Ending::kPowerCut, kModes[i % 3]));
+  }
+  std::printf("[ sweep    ] the workload makes %llu writes\n",
+              static_cast<unsigned long long>(counts.writes));
+  tally.Report();
+}
+
+TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
+  const Counts counts = CountHealthyRun();
+  SweepTally tally("power cut");
+  for (std::uint64_t i = 1; i <= counts.syncs; ++i) {
+    for (CutMode mode : kModes) {
+      FaultEnv env(i);
+      env.CutAfterSync(i, mode);
+      WorkloadRun run;
+      RunWorkload(&env, kSeed, &run);
+      tally.Add("cut after sync " + std::to_string(i) + " (" +
+                    testing::CutModeName(mode) + ")",
+                run, Finish(&env, &run, Ending::kPowerCut, mode));
+    }
+  }
+  const auto random_cuts = static_cast<std::size_t>(
+      1000 * testing::StressScale());
+  std::mt19937_64 rng(kSeed);
+  for (std::size_t c = 0; c < random_cuts; ++c) {
+    const std::uint64_t at = 1 + rng() % counts.calls;
+    const CutMode mode = kModes[c % 3];
+    FaultEnv env(c);
+    env.CutAtCall(at, mode);
+    WorkloadRun run;
+    RunWorkload(&env, kSeed, &run);
+    tally.Add("cut at call " + std::to_string(at) + " (" +
+                  testing::CutModeName(mode) + ")",
+              run, Finish(&env, &run, Ending::kPowerCut, mode));
+  }
+  std::printf("[ sweep    ] the workload makes %llu syncs\n",
+              static_cast<unsigned long long>(counts.syncs));
+  tally.Report();
+}
+
+// A sync fails, then the power is cut at each of the calls that follow it
+// (the retry's writes among them), with unsynced bytes turned to garbage:
+// the retry must not put the last durable header at risk (it rewrites the
+// header slot the failed attempt used, never the other one).
+TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
+  FaultEnv healthy;
+  {
+    WorkloadRun run;
+    RunWorkload(&healthy, kSeed, &run);
+  }
+  const std::vector<EnvCall> journal = healthy.journal();
+  SweepTally tally("failed sync, then cut");
+  constexpr std::uint64_t kWindow = 12;
+  for (std::uint64_t at = 1; at <= journal.size(); ++at) {
+    if (journal[at - 1] != EnvCall::kSync) continue;
+    for (std::uint64_t later = 1; later <= kWindow; ++later) {
+      FaultEnv env(at * kWindow + later);
+      env.FailCall(at, EIO);
+      env.CutAtCall(at + later, CutMode::kGarbageUnsynced);
+      WorkloadRun run;
+      RunWorkload(&env, kSeed, &run);
+      tally.Add("sync at call " + std::to_string(at) + " failed, cut " +
+                    std::to_string(later) + " calls later",
+                run,
+                Finish(&env, &run, Ending::kPowerCut,
+                       CutMode::kGarbageUnsynced));
+    }
+  }
+  tally.Report();
+}
+
+// A full disk: once max_sealed_blocks full blocks wait and their flush
+// fails, writes fail with the disk's error (appending nothing) until a
+// flush succeeds, so memory stays bounded and no write is acknowledged
+// that cannot become durable.
+TEST(LogStoreFaultTest, FullDiskFailsWritesPastTheSealedBlockLimit) {
+  FaultEnv env;
+  const LogStoreOptions options = Options(&env, false);
+  auto opened = LogStore::Open(kStore, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  std::unique_ptr<LogStore> store = std::move(opened).value();
+  ASSERT_TRUE(store->Set(0, "before", "1").ok());
+  ASSERT_TRUE(store->Flush().ok());
+
+  env.FailFrom(1, ENOSPC, EnvCall::kWriteAt);
+  const std::string value(1000, 'x');
+  int accepted = 0;
+  Status refused;
+  for (int i = 0; i < 1000 && refused.ok(); ++i) {
+    refused = store->Set(1, Key(i % kKeys), value);
+    if (refused.ok()) ++accepted;
+  }
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted)
+      << refused.message();
+  // At most max_sealed_blocks full blocks and the one being filled.
+  const std::size_t per_block = LogDataBytes(options.block_bytes) /
+                                LogRecordBytes(Key(0).size(), value.size());
+  EXPECT_LE(static_cast<std::size_t>(accepted),
+            (options.max_sealed_blocks + 1) * per_block);
+  EXPECT_EQ(store->Set(1, "more", value).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(store->Del(0, "before").code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(store->FlushDb(0).code(), StatusCode::kResourceExhausted);
+
+  env.ClearFaults();  // space freed
+  ASSERT_TRUE(store->Set(1, "after", "2").ok());
+  ASSERT_TRUE(store->Close().ok());
+  store.reset();
+  opened = LogStore::Open(kStore, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  std::string got;
+  EXPECT_TRUE((*opened)->Get(0, "before", &got).ok());
+  EXPECT_TRUE((*opened)->Get(1, "after", &got).ok());
+  EXPECT_EQ((*opened)->KeyCount(1),
+            std::min<std::size_t>(accepted, kKeys) + 1);
+}
+
+TEST(LogStoreFaultTest, SecondOpenerIsRefused) {
+  FaultEnv env;
+  auto first = LogStore::Open(kStore, Options(&env, true));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto second = LogStore::Open(kStore, Options(&env, true));
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition)
+      << second.status().message();
+  first->reset();
+  EXPECT_TRUE(LogStore::Open(kStore, Options(&env, true)).ok());
+}
+
+// The first write of a new store (the log header) fails: no half-made log
+// is left behind, and the next Open makes a good one.
+TEST(LogStoreFaultTest, FailedLogHeaderLeavesNoLog) {
+  for (int error : kErrors) {
+    FaultEnv env;
+    env.FailCall(1, error, EnvCall::kWriteAt);
+    EXPECT_FALSE(LogStore::Open(kStore, Options(&env, true)).ok());
+    auto opened = LogStore::Open(kStore, Options(&env, true));
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    EXPECT_TRUE((*opened)->recovery().created);
+  }
+}
+
+}  // namespace
+}  // namespace cairn
