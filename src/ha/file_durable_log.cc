@@ -44,6 +44,28 @@ std::string EncodeHeader() {
   return h;
 }
 
+// Whether a whole, checksummed record starts at `at`.
+bool ValidRecordAt(std::string_view file, std::size_t at) {
+  if (file.size() - at < kDurableLogFrameBytes) return false;
+  const auto length = LoadFixed<std::uint32_t>(file.data() + at);
+  if (length == 0 || length > file.size() - at - kDurableLogFrameBytes) {
+    return false;
+  }
+  return RecordChecksum(file.substr(at + kDurableLogFrameBytes, length)) ==
+         LoadFixed<std::uint64_t>(file.data() + at + 4);
+}
+
+// The offset of the first valid record after `damaged`, or npos: a torn
+// tail (nothing valid after it) may be cut; damage before a valid record
+// may not, since that record's on_durable may have fired.
+std::size_t NextValidRecord(std::string_view file, std::size_t damaged) {
+  for (std::size_t at = damaged + 1; at + kDurableLogFrameBytes <= file.size();
+       ++at) {
+    if (ValidRecordAt(file, at)) return at;
+  }
+  return std::string_view::npos;
+}
+
 Status Scan(std::string_view file, const std::string& path,
             const std::function<void(std::string_view)>& fn,
             DurableLogScan* scan) {
@@ -89,14 +111,20 @@ Status Scan(std::string_view file, const std::string& path,
 // Creates the log file: its header written and synced, and its directory
 // entry synced, whatever options.sync says (a log that is not there after
 // a crash loses every record).
+// It is written under `path`.tmp and renamed into place once its header is
+// durable, so a crash leaves no log or a whole one, never a headerless file
+// that every later Open refuses.
 Status CreateLogFile(Env& env, const std::string& path,
                      std::unique_ptr<FileHandle>* out) {
+  const std::string tmp = path + ".tmp";
+  // Truncating, not exclusive: a crash may have left a .tmp behind.
   Result<std::unique_ptr<FileHandle>> made =
-      env.NewFile(path, FileOpenMode::kCreateExclusive);
+      env.NewFile(tmp, FileOpenMode::kCreateOrTruncate);
   if (!made.ok()) return made.status();
   FileHandle& file = **made;
   CAIRN_RETURN_IF_ERROR(file.WriteAt(0, EncodeHeader()));
   CAIRN_RETURN_IF_ERROR(file.Sync());
+  CAIRN_RETURN_IF_ERROR(env.Rename(tmp, path));
   CAIRN_RETURN_IF_ERROR(env.SyncDir(DirectoryOf(path)));
   *out = std::move(made).value();
   return Status::Ok();
@@ -114,6 +142,13 @@ Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
   Status s = Scan(bytes, path, nullptr, &scan);
   if (s.code() == StatusCode::kDataLoss &&
       scan.valid_bytes >= kDurableLogHeaderBytes) {
+    const std::size_t next = NextValidRecord(bytes, scan.valid_bytes);
+    if (next != std::string::npos) {
+      return DataLossError(std::string(s.message()) +
+                           ", and a valid record follows at offset " +
+                           std::to_string(next) +
+                           ": damage inside the log, not a torn tail");
+    }
     if (!truncate) {
       return DataLossError(std::string(s.message()) + " (valid prefix " +
                            std::to_string(scan.valid_bytes) +
@@ -159,6 +194,16 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
         "max_record_bytes");
   }
   Env& env = *Env::OrDefault(options.env);
+  // One writer at a time, in this process or another.
+  Result<std::unique_ptr<FileLock>> lock = env.LockFile(path + ".lock");
+  if (!lock.ok()) {
+    if (lock.status().code() == StatusCode::kFailedPrecondition) {
+      return FailedPreconditionError("durable log " + path +
+                                     " is open elsewhere (" + path +
+                                     ".lock is held)");
+    }
+    return InDurableLog(lock.status());
+  }
   std::unique_ptr<FileHandle> file;
   std::uint64_t end = 0;
   Result<std::unique_ptr<FileHandle>> existing =
@@ -167,6 +212,14 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     file = std::move(existing).value();
     CAIRN_RETURN_IF_ERROR(
         OpenLogFile(*file, path, options.truncate_damaged_tail, &end));
+    if (options.sync) {
+      // What the scan found may sit only in the page cache (an earlier
+      // writer's sync failed): make it and the log's name durable before
+      // anything is appended after it.
+      Status synced = file->Sync();
+      if (synced.ok()) synced = env.SyncDir(DirectoryOf(path));
+      if (!synced.ok()) return InDurableLog(synced);
+    }
   } else if (existing.status().code() == StatusCode::kNotFound) {
     Status s = CreateLogFile(env, path, &file);
     if (!s.ok()) return InDurableLog(s);
@@ -175,15 +228,18 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     return InDurableLog(existing.status());
   }
   std::unique_ptr<FileDurableLog> log(new (std::nothrow) FileDurableLog(
-      std::move(file), path, std::move(options), end));
+      std::move(lock).value(), std::move(file), path, std::move(options),
+      end));
   if (log == nullptr) return ResourceExhaustedError("FileDurableLog");
   return log;
 }
 
-FileDurableLog::FileDurableLog(std::unique_ptr<FileHandle> file,
+FileDurableLog::FileDurableLog(std::unique_ptr<FileLock> lock,
+                               std::unique_ptr<FileHandle> file,
                                std::string path, FileDurableLogOptions options,
                                std::uint64_t end)
-    : file_(std::move(file)),
+    : lock_(std::move(lock)),
+      file_(std::move(file)),
       path_(std::move(path)),
       options_(std::move(options)),
       end_(end) {}

@@ -66,7 +66,9 @@ struct FileDurableLogOptions {
   // kResourceExhausted. At least max_record_bytes + kDurableLogFrameBytes.
   std::size_t max_pending_bytes = std::size_t{64} << 20;
   // Opening a file whose tail is truncated or corrupt: false fails with
-  // kDataLoss; true cuts the file back to its valid prefix.
+  // kDataLoss; true cuts the file back to its valid prefix, but only if no
+  // valid record follows the damage (a record whose on_durable may have
+  // fired is never dropped: damage before one is kDataLoss either way).
   bool truncate_damaged_tail = false;
   // Called by Finalize once the record is durable, with no lock held.
   std::function<void(std::span<const ObjectToken>)> on_durable;
@@ -93,12 +95,16 @@ Status ReadDurableLog(const std::string& path,
 
 class FileDurableLog final : public DurableLog {
  public:
-  // Opens `path`, creating it (and syncing its directory) if it does not
-  // exist; an existing file must be a valid durable log and is appended to.
-  // Errors: kInvalidArgument (empty path, a directory, bad options),
-  // kNotFound (no such directory), kDataLoss / kFailedPrecondition (an
-  // existing file that is damaged or of another version, as
-  // ReadDurableLog), kInternal / kResourceExhausted (I/O).
+  // Opens `path`, creating it if it does not exist (header written and
+  // synced under `path`.tmp, renamed into place, directory synced); an
+  // existing file must be a valid durable log and is appended to, after
+  // its bytes and directory entry are synced. Holds an exclusive lock on
+  // `path`.lock while open. Errors: kInvalidArgument (empty path, a
+  // directory, bad options), kNotFound (no such directory),
+  // kFailedPrecondition (another writer holds the lock, or another format
+  // version), kDataLoss (a damaged file, as ReadDurableLog; damage followed
+  // by a valid record is kDataLoss even with truncate_damaged_tail),
+  // kInternal / kResourceExhausted (I/O).
   static Result<std::unique_ptr<FileDurableLog>> Open(
       const std::string& path, FileDurableLogOptions options = {});
   // Closes the file. Every reservation must have been finalized or
@@ -146,7 +152,8 @@ class FileDurableLog final : public DurableLog {
     std::string frame;
   };
 
-  FileDurableLog(std::unique_ptr<FileHandle> file, std::string path,
+  FileDurableLog(std::unique_ptr<FileLock> lock,
+                 std::unique_ptr<FileHandle> file, std::string path,
                  FileDurableLogOptions options, std::uint64_t end);
   bool FrontResolved() const CAIRN_REQUIRES(mu_);
   // Writes and syncs the resolved prefix; called with mu_ held through
@@ -154,6 +161,7 @@ class FileDurableLog final : public DurableLog {
   void FlushResolved(std::unique_lock<Mutex>& lock) CAIRN_REQUIRES(mu_);
   Status WriteAndSync(const std::string& bytes, std::uint64_t offset);
 
+  const std::unique_ptr<FileLock> lock_;  // `path`.lock, held while open
   const std::unique_ptr<FileHandle> file_;
   const std::string path_;
   const FileDurableLogOptions options_;
