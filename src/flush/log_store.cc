@@ -745,6 +745,15 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
 void LogStore::RunPasses(std::vector<FlushedBatch>& batches,
                          FlushReport* report) {
   if (options_.mode != FlushMode::kReceipts) return;
+  try {
+    RunPassesOrThrow(batches, report);
+  } catch (const std::bad_alloc&) {
+    // Out of memory: the entries not marked stay durable by the watermark.
+  }
+}
+
+void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
+                                FlushReport* report) {
   const std::int64_t start = NowNanos();
   ReceiptPassStats total;
   const std::uint32_t databases = options_.databases;
@@ -829,16 +838,22 @@ Status LogStore::CheckpointLocked() {
   std::vector<FlushedBatch> batches;
   FlushReport local;
   LockAllPartitions();
-  Status s = FlushIo(&batches, &local);
-  if (s.ok()) {
-    std::uint64_t block;
-    std::uint32_t offset;
-    {
-      MutexLock log_lock(&log_mu_);
-      block = blocks_.back()->buffer->block();
-      offset = blocks_.back()->buffer->used();
+  Status s;
+  try {
+    s = FlushIo(&batches, &local);
+    if (s.ok()) {
+      std::uint64_t block;
+      std::uint32_t offset;
+      {
+        MutexLock log_lock(&log_mu_);
+        block = blocks_.back()->buffer->block();
+        offset = blocks_.back()->buffer->used();
+      }
+      s = WriteCheckpoint(block, offset);
     }
-    s = WriteCheckpoint(block, offset);
+  } catch (...) {
+    UnlockAllPartitions();  // out of memory in the file layer
+    throw;
   }
   UnlockAllPartitions();
   RunPasses(batches, &local);
@@ -858,8 +873,12 @@ Status LogStore::Checkpoint() {
 Status LogStore::Close() {
   MutexLock flush_lock(&flush_mu_);
   if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
-  return options_.checkpoint_on_close ? CheckpointLocked()
-                                      : FlushLocked(nullptr);
+  try {
+    return options_.checkpoint_on_close ? CheckpointLocked()
+                                        : FlushLocked(nullptr);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("out of memory closing the store");
+  }
 }
 
 Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {

@@ -23,6 +23,7 @@
 
 #include "cairn/flush/log_store.h"
 #include "gtest/gtest.h"
+#include "testing/alloc_counter.h"
 #include "testing/fault_env.h"
 #include "testing/stress.h"
 
@@ -441,6 +442,33 @@ TEST(LogStoreFaultTest, FailedLogHeaderLeavesNoLog) {
     auto opened = LogStore::Open(kStore, Options(&env, true));
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     EXPECT_TRUE((*opened)->recovery().created);
+  }
+}
+
+// Out of memory while the store closes (in its destructor, which is
+// noexcept): the first k allocations fail, for every k up to well past the
+// number Close makes. Nothing escapes, no lock is left held, and every
+// record an earlier Flush acknowledged is there after reopening.
+TEST(LogStoreFaultTest, OutOfMemoryInCloseNeverEscapesTheDestructor) {
+  for (int k = 1; k <= 60; ++k) {
+    FaultEnv env;
+    for (bool checkpoint : {true, false}) {
+      {
+        auto opened = LogStore::Open(kStore, Options(&env, checkpoint));
+        ASSERT_TRUE(opened.ok()) << opened.status().message();
+        ASSERT_TRUE((*opened)->Set(0, "durable", std::to_string(k)).ok());
+        ASSERT_TRUE((*opened)->Flush().ok());
+        ASSERT_TRUE((*opened)->Set(1, "pending", "x").ok());
+        testing::FailNextAllocationsOnThisThread(k);
+        opened->reset();
+        testing::FailNextAllocationsOnThisThread(0);
+      }
+      auto reopened = LogStore::Open(kStore, Options(&env, checkpoint));
+      ASSERT_TRUE(reopened.ok()) << reopened.status().message();
+      std::string value;
+      ASSERT_TRUE((*reopened)->Get(0, "durable", &value).ok()) << k;
+      EXPECT_EQ(value, std::to_string(k));
+    }
   }
 }
 

@@ -224,7 +224,11 @@ class LogStore {
   // Flush steps, under flush_mu_.
   Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report)
       CAIRN_REQUIRES(flush_mu_);
+  // The receipt pass; out of memory skips the rest of it (the watermark
+  // still says which records are durable).
   void RunPasses(std::vector<FlushedBatch>& batches, FlushReport* report)
+      CAIRN_REQUIRES(flush_mu_);
+  void RunPassesOrThrow(std::vector<FlushedBatch>& batches, FlushReport* report)
       CAIRN_REQUIRES(flush_mu_);
   void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
   static void AddReport(FlushReport& into, const FlushReport& r);
