@@ -144,10 +144,9 @@ Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
       scan.valid_bytes >= kDurableLogHeaderBytes) {
     const std::size_t next = NextValidRecord(bytes, scan.valid_bytes);
     if (next != std::string::npos) {
-      return DataLossError(std::string(s.message()) +
-                           ", and a valid record follows at offset " +
-                           std::to_string(next) +
-                           ": damage inside the log, not a torn tail");
+      return DataLossError(
+          std::string(s.message()) + ", and a valid record follows at offset " +
+          std::to_string(next) + ": damage inside the log, not a torn tail");
     }
     if (!truncate) {
       return DataLossError(std::string(s.message()) + " (valid prefix " +
@@ -228,8 +227,7 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     return InDurableLog(existing.status());
   }
   std::unique_ptr<FileDurableLog> log(new (std::nothrow) FileDurableLog(
-      std::move(lock).value(), std::move(file), path, std::move(options),
-      end));
+      std::move(lock).value(), std::move(file), path, std::move(options), end));
   if (log == nullptr) return ResourceExhaustedError("FileDurableLog");
   return log;
 }

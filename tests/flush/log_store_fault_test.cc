@@ -56,7 +56,8 @@ void Apply(State* state, const Mutation& m) {
       state->erase({m.db, m.key});
       break;
     case Mutation::Type::kFlushDb:
-      std::erase_if(*state, [&](const auto& e) { return e.first.first == m.db; });
+      std::erase_if(*state,
+                    [&](const auto& e) { return e.first.first == m.db; });
       break;
   }
 }
@@ -218,7 +219,8 @@ enum class Ending : std::uint8_t { kKill, kPowerCut };
 
 // After the workload: the process dies (or the power is cut), the disk
 // reboots healthy, and the store must open and pass the prefix check.
-std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending, CutMode mode) {
+std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending,
+                   CutMode mode) {
   if (ending == Ending::kKill) {
     env->Kill();
   } else if (!env->dead()) {
@@ -246,9 +248,10 @@ struct SweepTally {
     if (!failure.empty()) failures.push_back(label + ": " + failure);
   }
   void Report() const {
-    std::printf("[ sweep    ] LogStore %s: %zu cases, %zu acknowledged "
-                "mutations checked, %zu lost or unopenable\n",
-                name, cases, acknowledged_checked, failures.size());
+    std::printf(
+        "[ sweep    ] LogStore %s: %zu cases, %zu acknowledged "
+        "mutations checked, %zu lost or unopenable\n",
+        name, cases, acknowledged_checked, failures.size());
     for (std::size_t i = 0; i < failures.size() && i < 8; ++i) {
       ADD_FAILURE() << failures[i];
     }
@@ -325,8 +328,8 @@ TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
                 run, Finish(&env, &run, Ending::kPowerCut, mode));
     }
   }
-  const auto random_cuts = static_cast<std::size_t>(
-      1000 * testing::StressScale());
+  const auto random_cuts =
+      static_cast<std::size_t>(1000 * testing::StressScale());
   std::mt19937_64 rng(kSeed);
   for (std::size_t c = 0; c < random_cuts; ++c) {
     const std::uint64_t at = 1 + rng() % counts.calls;
@@ -365,11 +368,11 @@ TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
       env.CutAtCall(at + later, CutMode::kGarbageUnsynced);
       WorkloadRun run;
       RunWorkload(&env, kSeed, &run);
-      tally.Add("sync at call " + std::to_string(at) + " failed, cut " +
-                    std::to_string(later) + " calls later",
-                run,
-                Finish(&env, &run, Ending::kPowerCut,
-                       CutMode::kGarbageUnsynced));
+      tally.Add(
+          "sync at call " + std::to_string(at) + " failed, cut " +
+              std::to_string(later) + " calls later",
+          run,
+          Finish(&env, &run, Ending::kPowerCut, CutMode::kGarbageUnsynced));
     }
   }
   tally.Report();
@@ -417,8 +420,7 @@ TEST(LogStoreFaultTest, FullDiskFailsWritesPastTheSealedBlockLimit) {
   std::string got;
   EXPECT_TRUE((*opened)->Get(0, "before", &got).ok());
   EXPECT_TRUE((*opened)->Get(1, "after", &got).ok());
-  EXPECT_EQ((*opened)->KeyCount(1),
-            std::min<std::size_t>(accepted, kKeys) + 1);
+  EXPECT_EQ((*opened)->KeyCount(1), std::min<std::size_t>(accepted, kKeys) + 1);
 }
 
 TEST(LogStoreFaultTest, SecondOpenerIsRefused) {

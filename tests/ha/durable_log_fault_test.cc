@@ -36,8 +36,7 @@ constexpr char kLog[] = "/sim/durable.log";
 Result<std::vector<std::string>> Records(Env* env) {
   std::vector<std::string> records;
   Status s = ReadDurableLog(
-      kLog, [&](std::string_view r) { records.emplace_back(r); }, nullptr,
-      env);
+      kLog, [&](std::string_view r) { records.emplace_back(r); }, nullptr, env);
   if (!s.ok()) return s;
   return records;
 }
@@ -64,8 +63,7 @@ std::string CheckPrefix(const History& h, const std::vector<std::string>& got) {
     return fail("records nobody finalized");
   }
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const std::string& want =
-        i < base ? h.base[i] : h.finalized[i - base];
+    const std::string& want = i < base ? h.base[i] : h.finalized[i - base];
     if (got[i] != want) return fail("record " + std::to_string(i) + " differs");
   }
   return {};
@@ -97,8 +95,8 @@ bool Reopen(Env* env, WorkloadRun* run, std::size_t* acknowledged,
   run->log.reset();
   auto opened = FileDurableLog::Open(kLog, Options(env, acknowledged));
   Result<std::vector<std::string>> records =
-      opened.ok() ? Records(env) : Result<std::vector<std::string>>(
-                                       opened.status());
+      opened.ok() ? Records(env)
+                  : Result<std::vector<std::string>>(opened.status());
   if (!records.ok()) {
     if (must_open && run->failure.empty()) {
       run->failure =
@@ -181,9 +179,10 @@ struct SweepTally {
     if (!failure.empty()) failures.push_back(label + ": " + failure);
   }
   void Report() const {
-    std::printf("[ sweep    ] FileDurableLog %s: %zu cases, %zu acknowledged "
-                "records checked, %zu lost or unopenable\n",
-                name, cases, acknowledged_checked, failures.size());
+    std::printf(
+        "[ sweep    ] FileDurableLog %s: %zu cases, %zu acknowledged "
+        "records checked, %zu lost or unopenable\n",
+        name, cases, acknowledged_checked, failures.size());
     for (std::size_t i = 0; i < failures.size() && i < 8; ++i) {
       ADD_FAILURE() << failures[i];
     }
@@ -217,9 +216,9 @@ Counts CountHealthyRun() {
   std::size_t acknowledged = 0;
   RunWorkload(&env, kSeed, &run, &acknowledged);
   EXPECT_EQ(run.failure, "");
-  EXPECT_EQ(Finish(&env, &run, &acknowledged, Ending::kKill,
-                   CutMode::kDropUnsynced),
-            "");
+  EXPECT_EQ(
+      Finish(&env, &run, &acknowledged, Ending::kKill, CutMode::kDropUnsynced),
+      "");
   return Counts{env.calls(), env.writes(), env.syncs()};
 }
 

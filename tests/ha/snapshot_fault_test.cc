@@ -43,19 +43,22 @@ using Contents = std::map<std::string, std::pair<std::uint64_t, std::string>>;
 
 Contents Read(const Dir& dir) {
   Contents out;
-  EXPECT_TRUE(dir.VisitHandles([&](std::span<const Handle> handles) {
-                   for (const Handle& h : handles) {
-                     const std::string group =
-                         h->group() != nullptr ? std::string(h->group()->name())
-                                               : std::string();
-                     EXPECT_TRUE(dir.WithHandle(h, [&](const View& v) {
-                                      out[std::string(v.key())] = {
-                                          v.size_bytes(), group};
-                                    })
-                                     .ok());
-                   }
-                 })
-                  .ok());
+  EXPECT_TRUE(
+      dir.VisitHandles([&](std::span<const Handle> handles) {
+           for (const Handle& h : handles) {
+             const std::string group = h->group() != nullptr
+                                           ? std::string(h->group()->name())
+                                           : std::string();
+             EXPECT_TRUE(
+                 dir.WithHandle(
+                        h,
+                        [&](const View& v) {
+                          out[std::string(v.key())] = {v.size_bytes(), group};
+                        })
+                     .ok());
+           }
+         })
+          .ok());
   return out;
 }
 
@@ -121,7 +124,8 @@ std::string RunCase(std::uint64_t seed, Arm&& arm, CutMode mode,
   if (!env.dead()) env.PowerCut(mode);
   env.Reboot();
   Result<Contents> got = Restore(&env);
-  if (!got.ok()) return "restore failed: " + std::string(got.status().message());
+  if (!got.ok())
+    return "restore failed: " + std::string(got.status().message());
   if (*got == states.new_state) return {};
   if (*got == states.old_state && !written) return {};
   return written ? "WriteSnapshot returned OK but the old snapshot came back"
@@ -187,11 +191,11 @@ TEST(SnapshotFaultTest, WriteWithEveryCallFailedTornOrCut) {
   for (std::uint64_t c = 0; c < cuts; ++c) {
     const std::uint64_t at = 1 + c % counts.calls;
     const CutMode mode = kModes[(c / counts.calls) % 3];
-    cut.Add("cut at call " + std::to_string(at) + " (seed " +
-                std::to_string(c) + ")",
-            RunCase(
-                c, [&](FaultEnv& env) { env.CutAtCall(at, mode); }, mode,
-                states));
+    cut.Add(
+        "cut at call " + std::to_string(at) + " (seed " + std::to_string(c) +
+            ")",
+        RunCase(
+            c, [&](FaultEnv& env) { env.CutAtCall(at, mode); }, mode, states));
   }
   for (std::uint64_t i = 1; i <= counts.writes; ++i) {
     for (std::size_t keep : {0, 1, 100, 4096}) {
@@ -209,11 +213,12 @@ TEST(SnapshotFaultTest, WriteWithEveryCallFailedTornOrCut) {
                   states));
     }
   }
-  std::printf("[ sweep    ] writing a snapshot makes %llu calls, %llu writes, "
-              "%llu syncs\n",
-              static_cast<unsigned long long>(counts.calls),
-              static_cast<unsigned long long>(counts.writes),
-              static_cast<unsigned long long>(counts.syncs));
+  std::printf(
+      "[ sweep    ] writing a snapshot makes %llu calls, %llu writes, "
+      "%llu syncs\n",
+      static_cast<unsigned long long>(counts.calls),
+      static_cast<unsigned long long>(counts.writes),
+      static_cast<unsigned long long>(counts.syncs));
   failed.Report();
   torn.Report();
   cut.Report();

@@ -85,7 +85,8 @@ class FaultEnv::SimFile final : public FileHandle {
     if (closed_) return Closed();
     const std::string& data = inode_->data;
     if (offset >= data.size()) return std::size_t{0};
-    const std::size_t n = std::min<std::size_t>(out.size(), data.size() - offset);
+    const std::size_t n =
+        std::min<std::size_t>(out.size(), data.size() - offset);
     std::copy_n(data.begin() + offset, n, out.begin());
     return n;
   }
@@ -178,8 +179,8 @@ FaultEnv::~FaultEnv() = default;
 void FaultEnv::FailCall(std::uint64_t nth, int error,
                         std::optional<EnvCall> kind) {
   std::lock_guard<std::mutex> lock(mu_);
-  faults_.push_back(Fault{Fault::Kind::kFail, kind, std::max<std::uint64_t>(nth, 1),
-                          error});
+  faults_.push_back(
+      Fault{Fault::Kind::kFail, kind, std::max<std::uint64_t>(nth, 1), error});
 }
 
 void FaultEnv::FailFrom(std::uint64_t nth, int error,
@@ -190,8 +191,7 @@ void FaultEnv::FailFrom(std::uint64_t nth, int error,
   faults_.push_back(fault);
 }
 
-void FaultEnv::TearWrite(std::uint64_t nth, std::size_t keep_bytes,
-                         int error) {
+void FaultEnv::TearWrite(std::uint64_t nth, std::size_t keep_bytes, int error) {
   std::lock_guard<std::mutex> lock(mu_);
   Fault fault{Fault::Kind::kTear, std::nullopt, std::max<std::uint64_t>(nth, 1),
               error};
@@ -202,13 +202,15 @@ void FaultEnv::TearWrite(std::uint64_t nth, std::size_t keep_bytes,
 void FaultEnv::CutAfterSync(std::uint64_t nth, CutMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
   faults_.push_back(Fault{Fault::Kind::kCutAfterSync, std::nullopt,
-                          std::max<std::uint64_t>(nth, 1), EIO, 0, false, mode});
+                          std::max<std::uint64_t>(nth, 1), EIO, 0, false,
+                          mode});
 }
 
 void FaultEnv::CutAtCall(std::uint64_t nth, CutMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
   faults_.push_back(Fault{Fault::Kind::kCutAtCall, std::nullopt,
-                          std::max<std::uint64_t>(nth, 1), EIO, 0, false, mode});
+                          std::max<std::uint64_t>(nth, 1), EIO, 0, false,
+                          mode});
 }
 
 void FaultEnv::PowerCut(CutMode mode) {
@@ -379,9 +381,9 @@ void FaultEnv::CutLocked(CutMode mode) {
         std::uint64_t cut = op.offset;
         if (first_sector < end) {
           const std::uint64_t sectors = (end - first_sector) / 512 + 1;
-          cut = first_sector +
-                512 * std::uniform_int_distribution<std::uint64_t>(
-                          0, sectors - 1)(rng_);
+          cut =
+              first_sector + 512 * std::uniform_int_distribution<std::uint64_t>(
+                                       0, sectors - 1)(rng_);
           cut = std::min(cut, end);
         }
         Inode::Apply(&data, op.offset,

@@ -239,7 +239,7 @@ class LogStore {
 
   const std::string dir_;
   const LogStoreOptions options_;
-  Env* const env_;  // options_.env, or Env::Default()
+  Env* const env_;                        // options_.env, or Env::Default()
   const std::unique_ptr<FileLock> lock_;  // dir_/LOCK, held while open
   const std::unique_ptr<BlockLog> log_;
   std::vector<std::unique_ptr<Partition>> partitions_;
