@@ -163,6 +163,7 @@ std::string Finish(FaultEnv* env, WorkloadRun* run, std::size_t* acknowledged,
   run->log.reset();
   env->Reboot();
   Reopen(env, run, acknowledged, true);
+  run->log.reset();  // before `env` goes
   return run->failure;
 }
 
