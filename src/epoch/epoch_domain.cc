@@ -17,7 +17,6 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
-#include <deque>
 #include <new>
 #include <thread>
 #include <vector>
@@ -88,30 +87,47 @@ struct Retired {
   void* ptr;
   EpochDomain::Deleter deleter;
   std::size_t bytes;
-  std::uint64_t epoch;  // global epoch read after the caller's unlink
-  std::uint64_t seq;    // retirement order; the list is sorted by it
 };
 
+// Up to kBagCapacity retirements stamped with one epoch. A block is a
+// thread's bag while it fills, an element of the domain's retired list once
+// sealed, and goes back to the domain's pool once its deleters ran, so
+// sealing and reclaiming move pointers and never allocate: a retire path
+// needs memory only when the pool is empty, and there it can refuse (or use
+// the block its reservation pledged) instead of throwing.
+inline constexpr std::size_t kBagCapacity = 64;
+
+struct Block {
+  Block* next = nullptr;    // the list, the pool, or a batch being freed
+  std::uint64_t epoch = 0;  // global epoch read after every unlink in it
+  std::uint64_t seq = 0;    // retirement order of items[0]; then +1 each
+  std::size_t count = 0;
+  std::array<Retired, kBagCapacity> items;
+};
+
+// A batch cut from the list whose deleters are running (Barrier() waits for
+// it). Lives on the stack of the thread running them.
 struct InFlight {
   std::uint64_t lowest_seq;
   std::size_t count;
   std::size_t bytes;
+  InFlight* next;
 };
 
-// Up to kBagCapacity retirements of one thread, not yet on the domain's
-// list: Retire() appends here under the bag's own (normally uncontended)
-// lock, and the bag is sealed onto the list with one epoch read when it is
-// full, on the host's TryReclaim(), under back-pressure, in Barrier() and
-// Shutdown(), and at thread exit (the pass a full bag runs seals only that
-// bag). Its nodes' bytes were charged to the cap before they entered (E4).
-// Bags belong to the core and are never freed before it; a departed
-// thread's bag is reused by the next thread that retires.
-inline constexpr std::size_t kBagCapacity = 64;
-
+// One thread's retirements, not yet on the domain's list: Retire() appends
+// to the bag's block under the bag's own (normally uncontended) lock, and
+// the block is sealed onto the list with one epoch read when it is full, on
+// the host's TryReclaim(), under back-pressure, in Barrier() and Shutdown(),
+// and at thread exit (the pass a full bag runs seals only that bag). Its
+// nodes' bytes were charged to the cap before they entered (E4). Bags belong
+// to the core and are never freed before it; a departed thread's bag is
+// reused by the next thread that retires.
 struct alignas(128) Bag {
   Mutex mu;
-  std::array<Retired, kBagCapacity> items CAIRN_GUARDED_BY(mu);
-  // Written under mu; read relaxed to skip empty bags without locking.
+  // Null until the next push after a seal gives it one (from the pool).
+  Block* block CAIRN_GUARDED_BY(mu) = nullptr;
+  // Nodes in `block`. Written under mu; read relaxed to skip empty bags
+  // without locking.
   std::atomic<std::size_t> size{0};
   // Retired bytes this thread has charged to the cap ahead of use, so that
   // most Retire() calls touch no shared word. Written under mu; read relaxed
@@ -120,6 +136,21 @@ struct alignas(128) Bag {
   std::atomic<bool> in_use{false};
   Bag* next = nullptr;  // immutable once the bag is linked
 };
+
+// Builds an error message, or drops it when there is no memory for it: the
+// paths that report errors must not throw (a destructor calls them).
+template <typename Fn>
+Status WithMessage(StatusCode code, Fn&& message) noexcept {
+  try {
+    return Status(code, message());
+  } catch (const std::bad_alloc&) {
+    return Status(code);
+  }
+}
+
+// Pending nodes a forked child drops (ResetAfterFork). Kept reachable, so
+// a leak checker in the child does not report what the parent owns.
+Block* forked_leftovers = nullptr;
 
 std::string FormatStall(const StallReport& r) {
   char line[512];
@@ -159,9 +190,20 @@ class DomainCore {
 
   // Runs when the domain and every participant are gone, so no guard can be
   // active: whatever is still retired is freed here.
+  // Nothing here allocates.
   ~DomainCore() {
-    SealAllBags(/*defer=*/true);
-    for (Retired& r : retired_) r.deleter(r.ptr);
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      MutexLock lock(&b->mu);
+      RunDeleters(b->block);
+      DeleteChain(std::exchange(b->block, nullptr));
+    }
+    {
+      MutexLock lock(&retire_mu_);
+      RunDeleters(head_);
+      DeleteChain(std::exchange(head_, nullptr));
+      DeleteChain(std::exchange(pool_, nullptr));
+    }
     Slot* slot = slots_head_.load(std::memory_order_acquire);
     while (slot != nullptr) delete std::exchange(slot, slot->next);
     Bag* bag = bags_head_.load(std::memory_order_acquire);
@@ -226,25 +268,33 @@ class DomainCore {
 
   Status CheckCanRetire(std::size_t bytes) const {
     if (bytes > options_.retired_bytes_cap) {
-      return InvalidArgumentError("retire of " + std::to_string(bytes) +
-                                  " bytes exceeds the cap of " +
-                                  std::to_string(options_.retired_bytes_cap) +
-                                  " bytes of domain '" + options_.name + "'");
+      return WithMessage(StatusCode::kInvalidArgument, [&] {
+        return "retire of " + std::to_string(bytes) +
+               " bytes exceeds the cap of " +
+               std::to_string(options_.retired_bytes_cap) +
+               " bytes of domain '" + options_.name + "'";
+      });
     }
     if (shut_down_.load(std::memory_order_acquire)) {
-      return UnavailableError("epoch domain '" + options_.name +
-                              "' is shut down");
+      return WithMessage(StatusCode::kUnavailable, [&] {
+        return "epoch domain '" + options_.name + "' is shut down";
+      });
     }
     return Status::Ok();
+  }
+
+  static Status OutOfMemory() noexcept {
+    return ResourceExhaustedError("out of memory for the retired list");
   }
 
   Status Charge(std::size_t bytes) {
     CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
     if (TryCharge(bytes)) return Status::Ok();
     if (CallerInGuard()) {
-      return FailedPreconditionError(
-          "retire in domain '" + options_.name +
-          "' needs back-pressure but the caller holds a guard of it");
+      return WithMessage(StatusCode::kFailedPrecondition, [&] {
+        return "retire in domain '" + options_.name +
+               "' needs back-pressure but the caller holds a guard of it";
+      });
     }
     const std::int64_t deadline =
         SteadyNanos() + options_.reclaim_deadline.count();
@@ -256,41 +306,55 @@ class DomainCore {
       backoff.Pause();
     }
     busy_count_.fetch_add(1, std::memory_order_relaxed);
-    return ResourceExhaustedError(
-        "epoch domain '" + options_.name +
-        "' is busy: " + std::to_string(RetiredBytes()) + " of " +
-        std::to_string(options_.retired_bytes_cap) +
-        " retired bytes still wait for a grace period after " +
-        std::to_string(options_.reclaim_deadline.count() / 1000) + " us");
+    return WithMessage(StatusCode::kResourceExhausted, [&] {
+      return "epoch domain '" + options_.name +
+             "' is busy: " + std::to_string(RetiredBytes()) + " of " +
+             std::to_string(options_.retired_bytes_cap) +
+             " retired bytes still wait for a grace period after " +
+             std::to_string(options_.reclaim_deadline.count() / 1000) + " us";
+    });
   }
 
   // Retire() as a host calls it. The bytes come from the calling thread's
   // credit when it has enough; else the credit is refilled with one CAS on
   // the cap (the bytes plus credit_chunk_); only when the cap has no room
   // for that does the call take the exact, possibly waiting, path (Charge).
+  // Out of memory for the list (no block in the pool and none allocated),
+  // it reclaims once, which refills the pool, and else refuses: the caller
+  // keeps `ptr`, so nothing is lost or leaked.
   Status Retire(Bag* bag, void* ptr, std::size_t bytes,
                 EpochDomain::Deleter deleter) {
     CAIRN_RETURN_IF_ERROR(CheckCanRetire(bytes));
     if (bag != nullptr) {
+      bool room = false;
       bool charged = false;
       bool reclaim = false;
-      {
+      for (int attempt = 0; attempt < 2 && !room; ++attempt) {
+        if (attempt > 0) TryReclaim(/*seal_all=*/false);
         MutexLock lock(&bag->mu);
-        charged = TakeCredit(bag, bytes);
-        if (charged) reclaim = Push(bag, Retired{ptr, deleter, bytes, 0, 0});
+        room = EnsureBlock(bag);
+        charged = room && TakeCredit(bag, bytes);
+        if (charged) reclaim = Push(bag, Retired{ptr, deleter, bytes});
       }
+      if (!room) return OutOfMemory();
       if (charged) {
         if (reclaim) TryReclaim(/*seal_all=*/false);
         return Status::Ok();
       }
     }
     CAIRN_RETURN_IF_ERROR(Charge(bytes));
-    Append(bag, ptr, bytes, deleter);
+    if (!Append(bag, Retired{ptr, deleter, bytes}, /*pledged=*/false,
+                /*defer=*/false)) {
+      Uncharge(bytes);
+      return OutOfMemory();
+    }
     return Status::Ok();
   }
 
   // EpochDomain::TryUnlinkAndRetire(); `bag` null once the thread's
-  // cairn state is gone (the node then goes straight onto the list).
+  // cairn state is gone (the node then goes straight onto the list). Room
+  // in the list is found before anything is charged or unlinked, so out of
+  // memory is one more kResourceExhausted.
   Status TryUnlinkAndRetire(Bag* bag, void* ptr, std::size_t bytes,
                             EpochDomain::Deleter deleter,
                             EpochDomain::Unlink unlink, void* arg) {
@@ -299,15 +363,19 @@ class DomainCore {
     bool reclaim = false;
     if (bag != nullptr) {
       MutexLock lock(&bag->mu);
+      if (!EnsureBlock(bag)) return ResourceExhaustedError();
       if (!TakeCredit(bag, bytes) && !TryCharge(bytes)) {
         return ResourceExhaustedError();
       }
       unlink(arg);
-      reclaim = Push(bag, Retired{ptr, deleter, bytes, 0, 0});
+      reclaim = Push(bag, Retired{ptr, deleter, bytes});
     } else {
       if (!TryCharge(bytes)) return ResourceExhaustedError();
-      unlink(arg);
-      reclaim = AppendOne(Retired{ptr, deleter, bytes, 0, 0});
+      if (!AppendOne(Retired{ptr, deleter, bytes}, /*pledged=*/false, &reclaim,
+                     unlink, arg)) {
+        Uncharge(bytes);
+        return ResourceExhaustedError();
+      }
     }
     if (reclaim) reclaim_due_.store(true, std::memory_order_relaxed);
     return Status::Ok();
@@ -325,9 +393,55 @@ class DomainCore {
     retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
   }
 
+  // --- pledges ------------------------------------------------------------
+  //
+  // RetireReserved() cannot fail, so every reservation pledges one pooled
+  // block: if the retire finds no room (its thread's bag has no block and
+  // the pool none to spare, or the thread has no bag) it takes that block,
+  // which no unpledged taker may use. Blocks in the pool = unpledged_ +
+  // outstanding pledges. A pledge is one CAS while the pool has unpledged
+  // blocks (reclaim keeps it stocked); else it allocates, and a reservation
+  // out of memory is refused (kResourceExhausted) with nothing charged.
+
+  bool Pledge() {
+    std::int64_t n = unpledged_.load(std::memory_order_acquire);
+    while (n > 0) {
+      if (unpledged_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    Block* block = new (std::nothrow) Block;
+    if (block == nullptr) return false;
+    MutexLock lock(&retire_mu_);
+    PushPool(block);  // pledged at once: unpledged_ unchanged
+    return true;
+  }
+
+  // The pledge was not needed: its block is free for anyone again.
+  void Unpledge() { unpledged_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // The block a pledge promised.
+  Block* TakePledged() {
+    MutexLock lock(&retire_mu_);
+    return PopPool();
+  }
+
+  // A free block: from the pool if it has one nobody pledged, else new.
+  // Null when out of memory. Allocating under the caller's bag lock is
+  // fine: the allocator takes no cairn lock.
+  Block* TakeBlock() {
+    {
+      MutexLock lock(&retire_mu_);
+      if (Block* block = PopUnpledged()) return block;
+    }
+    return new (std::nothrow) Block;
+  }
+
   // --- bags ---------------------------------------------------------------
 
-  // A free bag for the calling thread (reusing a departed thread's).
+  // A free bag for the calling thread (reusing a departed thread's). Null
+  // when out of memory: the thread then retires straight onto the list.
   Bag* AcquireBag() {
     MutexLock lock(&registry_mu_);
     Bag* bag = bags_head_.load(std::memory_order_relaxed);
@@ -335,7 +449,8 @@ class DomainCore {
       bag = bag->next;
     }
     if (bag == nullptr) {
-      bag = new Bag;
+      bag = new (std::nothrow) Bag;
+      if (bag == nullptr) return nullptr;
       bag->next = bags_head_.load(std::memory_order_relaxed);
       bags_head_.store(bag, std::memory_order_release);
     }
@@ -355,24 +470,32 @@ class DomainCore {
     bag->in_use.store(false, std::memory_order_relaxed);
   }
 
-  // Retire() after the charge: into the calling thread's bag, or straight
-  // onto the list when the thread has none (`bag` null: its thread-local
-  // state is gone). A full bag is sealed here.
-  void Append(Bag* bag, void* ptr, std::size_t bytes,
-              EpochDomain::Deleter deleter, bool defer = false) {
+  // A charged node into the calling thread's bag, or straight onto the list
+  // when the thread has none (`bag` null: its thread-local state is gone).
+  // A full bag is sealed here. False, with nothing added, when out of
+  // memory; never with `pledged` (the pledged block is used then).
+  bool Append(Bag* bag, Retired r, bool pledged, bool defer) {
     bool reclaim = false;
     if (bag == nullptr) {
-      reclaim = AppendOne(Retired{ptr, deleter, bytes, 0, 0});
+      if (!AppendOne(r, pledged, &reclaim)) return false;
+      pledged = false;  // used or handed back by AppendOne
     } else {
       MutexLock lock(&bag->mu);
-      reclaim = Push(bag, Retired{ptr, deleter, bytes, 0, 0});
+      if (bag->block == nullptr) {
+        bag->block = pledged ? TakePledged() : TakeBlock();
+        pledged = false;
+        if (bag->block == nullptr) return false;
+      }
+      reclaim = Push(bag, r);
     }
-    if (!reclaim) return;
+    if (pledged) Unpledge();
+    if (!reclaim) return true;
     if (defer) {
       reclaim_due_.store(true, std::memory_order_relaxed);
     } else {
       TryReclaim(/*seal_all=*/false);
     }
+    return true;
   }
 
   std::size_t ReclaimIfDue() {
@@ -402,8 +525,10 @@ class DomainCore {
 
   Status Barrier(std::chrono::nanoseconds timeout) {
     if (CallerInGuard()) {
-      return FailedPreconditionError("Barrier() inside a guard of domain '" +
-                                     options_.name + "' would wait for itself");
+      return WithMessage(StatusCode::kFailedPrecondition, [&] {
+        return "Barrier() inside a guard of domain '" + options_.name +
+               "' would wait for itself";
+      });
     }
     SealAllBags();
     std::uint64_t target;
@@ -418,9 +543,11 @@ class DomainCore {
       TryReclaim();
       if (FreedBelow(target)) return Status::Ok();
       if (bounded && SteadyNanos() >= deadline) {
-        return DeadlineExceededError(
-            "Barrier() on domain '" + options_.name +
-            "' timed out: a guard still pins nodes retired before the call");
+        return WithMessage(StatusCode::kDeadlineExceeded, [&] {
+          return "Barrier() on domain '" + options_.name +
+                 "' timed out: a guard still pins nodes retired before the "
+                 "call";
+        });
       }
       backoff.Pause();
     }
@@ -428,8 +555,9 @@ class DomainCore {
 
   Status Shutdown(std::chrono::nanoseconds deadline) {
     if (CallerInGuard()) {
-      return FailedPreconditionError("Shutdown() inside a guard of domain '" +
-                                     options_.name + "'");
+      return WithMessage(StatusCode::kFailedPrecondition, [&] {
+        return "Shutdown() inside a guard of domain '" + options_.name + "'";
+      });
     }
     shut_down_.store(true, std::memory_order_release);
     const std::int64_t end = SteadyNanos() + deadline.count();
@@ -440,14 +568,16 @@ class DomainCore {
       Status barrier =
           Barrier(std::chrono::nanoseconds(std::max<std::int64_t>(left, 0)));
       if (!barrier.ok()) {
-        return DeadlineExceededError(
-            "Shutdown() of domain '" + options_.name +
-            "': " + std::to_string(ActiveGuards()) + " guards still active, " +
-            std::to_string(RetiredCount()) + " retired nodes kept");
+        return WithMessage(StatusCode::kDeadlineExceeded, [&] {
+          return "Shutdown() of domain '" + options_.name +
+                 "': " + std::to_string(ActiveGuards()) +
+                 " guards still active, " + std::to_string(RetiredCount()) +
+                 " retired nodes kept";
+        });
       }
       if (!BagsEmpty()) continue;
       MutexLock lock(&retire_mu_);
-      if (retired_.empty() && in_flight_.empty()) return Status::Ok();
+      if (head_ == nullptr && in_flight_ == nullptr) return Status::Ok();
     }
   }
 
@@ -516,21 +646,33 @@ class DomainCore {
          b = b->next) {
       new (&b->mu) Mutex;
       MutexLock lock(&b->mu);
-      const std::size_t n = b->size.load(std::memory_order_relaxed);
-      for (std::size_t i = 0; i < n; ++i) bytes += b->items[i].bytes;
-      b->size.store(0, std::memory_order_relaxed);  // dropped (leaked)
+      if (b->block != nullptr) {
+        for (std::size_t i = 0; i < b->block->count; ++i) {
+          bytes += b->block->items[i].bytes;
+        }
+        b->block->count = 0;  // dropped (leaked)
+      }
+      b->size.store(0, std::memory_order_relaxed);
       bytes += b->credit.exchange(0, std::memory_order_relaxed);
     }
     MutexLock lock(&retire_mu_);
-    count += retired_.size();
-    for (const Retired& r : retired_) bytes += r.bytes;
-    for (const InFlight& f : in_flight_) {
-      bytes += f.bytes;
-      count += f.count;
+    for (Block* block = head_; block != nullptr; block = block->next) {
+      count += block->count;
+      for (std::size_t i = 0; i < block->count; ++i) {
+        bytes += block->items[i].bytes;
+      }
     }
-    new std::deque<Retired>(std::move(retired_));  // intentionally leaked
-    retired_.clear();
-    in_flight_.clear();
+    // A batch in flight lives on a thread that is gone; its blocks too.
+    for (InFlight* f = in_flight_; f != nullptr; f = f->next) {
+      bytes += f->bytes;
+      count += f->count;
+    }
+    if (tail_ != nullptr) {
+      tail_->next = forked_leftovers;
+      forked_leftovers = head_;
+    }
+    head_ = tail_ = nullptr;
+    in_flight_ = nullptr;
     retired_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     retired_count_.fetch_sub(count, std::memory_order_relaxed);
   }
@@ -577,13 +719,20 @@ class DomainCore {
     return read_side.global_epoch.load(std::memory_order_seq_cst);
   }
 
-  // Adds a charged node to `bag`, sealing it when full. True if a reclaim
-  // pass fell due.
+  // Gives `bag` a block if it has none (a bag's block is never full: it is
+  // sealed as it fills). False when out of memory.
+  bool EnsureBlock(Bag* bag) CAIRN_REQUIRES(bag->mu) {
+    if (bag->block == nullptr) bag->block = TakeBlock();
+    return bag->block != nullptr;
+  }
+
+  // Adds a charged node to `bag`'s block (EnsureBlock() first), sealing it
+  // when full. True if a reclaim pass fell due.
   bool Push(Bag* bag, Retired r) CAIRN_REQUIRES(bag->mu) {
-    const std::size_t n = bag->size.load(std::memory_order_relaxed);
-    bag->items[n] = r;
-    bag->size.store(n + 1, std::memory_order_relaxed);
-    return n + 1 >= bag_capacity_ && Seal(bag);
+    Block* block = bag->block;
+    block->items[block->count++] = r;
+    bag->size.store(block->count, std::memory_order_relaxed);
+    return block->count >= bag_capacity_ && Seal(bag);
   }
 
   // Takes `bytes` from the bag's credit, refilling it from the cap first if
@@ -626,30 +775,104 @@ class DomainCore {
     return charged > credit ? charged - credit : 0;
   }
 
-  // Moves `bag`'s nodes onto the list. True if a reclaim pass fell due.
+  // Moves `bag`'s block onto the list: pointers only, so sealing never
+  // fails. The bag takes a spare block from the pool if there is one, else
+  // its next push finds one. True if a reclaim pass fell due.
   bool Seal(Bag* bag) CAIRN_REQUIRES(bag->mu) {
-    const std::size_t n = bag->size.load(std::memory_order_relaxed);
-    if (n == 0) return false;
+    Block* block = bag->block;
+    if (block == nullptr || block->count == 0) return false;
     MutexLock lock(&retire_mu_);
-    const std::uint64_t epoch = StampEpoch();
-    for (std::size_t i = 0; i < n; ++i) {
-      Retired r = bag->items[i];
-      r.epoch = epoch;
-      r.seq = next_seq_++;
-      retired_.push_back(r);
-    }
+    block->epoch = StampEpoch();
+    block->seq = next_seq_;
+    next_seq_ += block->count;
+    Link(block);
+    bag->block = PopUnpledged();
     bag->size.store(0, std::memory_order_relaxed);
-    retired_count_.fetch_add(n, std::memory_order_relaxed);
-    return CountRetires(n);
+    retired_count_.fetch_add(block->count, std::memory_order_relaxed);
+    return CountRetires(block->count);
   }
 
-  bool AppendOne(Retired r) {
+  // One charged node straight onto the list, for a thread without a bag:
+  // into the last block if it has room (restamped: a later stamp only makes
+  // its older nodes wait longer), else into a new one. Runs `unlink` (if
+  // any) under the list's lock, before the stamp (point 2a). False, with
+  // nothing appended or unlinked, when out of memory; never with `pledged`,
+  // whose block is used if one is needed and handed back otherwise.
+  bool AppendOne(Retired r, bool pledged, bool* reclaim,
+                 EpochDomain::Unlink unlink = nullptr, void* arg = nullptr) {
     MutexLock lock(&retire_mu_);
-    r.epoch = StampEpoch();
-    r.seq = next_seq_++;
-    retired_.push_back(r);
+    Block* block = tail_;
+    if (block == nullptr || block->count == kBagCapacity) {
+      if (pledged) {
+        block = PopPool();
+        pledged = false;
+      } else {
+        block = PopUnpledged();
+        if (block == nullptr) block = new (std::nothrow) Block;
+        if (block == nullptr) return false;
+      }
+      block->count = 0;
+      block->seq = next_seq_;
+      Link(block);
+    }
+    if (unlink != nullptr) unlink(arg);
+    block->epoch = StampEpoch();
+    block->items[block->count++] = r;
+    ++next_seq_;
+    if (pledged) Unpledge();
     retired_count_.fetch_add(1, std::memory_order_relaxed);
-    return CountRetires(1);
+    *reclaim = CountRetires(1);
+    return true;
+  }
+
+  void Link(Block* block) CAIRN_REQUIRES(retire_mu_) {
+    block->next = nullptr;
+    if (tail_ != nullptr) {
+      tail_->next = block;
+    } else {
+      head_ = block;
+    }
+    tail_ = block;
+  }
+
+  void PushPool(Block* block) CAIRN_REQUIRES(retire_mu_) {
+    block->next = pool_;
+    pool_ = block;
+  }
+
+  // The caller holds a pledge (or took one from unpledged_), so the pool has
+  // a block.
+  Block* PopPool() CAIRN_REQUIRES(retire_mu_) {
+    Block* block = pool_;
+    CAIRN_CHECK_MSG(block != nullptr, "epoch block pool short of a pledge");
+    pool_ = block->next;
+    block->next = nullptr;
+    block->count = 0;
+    return block;
+  }
+
+  // A pooled block nobody pledged, or null.
+  Block* PopUnpledged() CAIRN_REQUIRES(retire_mu_) {
+    std::int64_t n = unpledged_.load(std::memory_order_acquire);
+    while (n > 0) {
+      if (unpledged_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+        return PopPool();
+      }
+    }
+    return nullptr;
+  }
+
+  static void RunDeleters(const Block* block) {
+    for (; block != nullptr; block = block->next) {
+      for (std::size_t i = 0; i < block->count; ++i) {
+        block->items[i].deleter(block->items[i].ptr);
+      }
+    }
+  }
+
+  static void DeleteChain(Block* block) {
+    while (block != nullptr) delete std::exchange(block, block->next);
   }
 
   bool CountRetires(std::size_t n) CAIRN_REQUIRES(retire_mu_) {
@@ -663,8 +886,7 @@ class DomainCore {
   // returned before this call, and hands every bag's credit back to the cap
   // (so a writer short of room sees all of it). Bags with neither are
   // skipped without locking.
-  void SealAllBags(bool defer = false) {
-    bool reclaim = false;
+  void SealAllBags() {
     for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
          b = b->next) {
       if (b->size.load(std::memory_order_relaxed) == 0 &&
@@ -672,10 +894,9 @@ class DomainCore {
         continue;
       }
       MutexLock lock(&b->mu);
-      reclaim |= Seal(b);
+      Seal(b);  // the caller reclaims next
       ReturnCredit(b);
     }
-    if (reclaim && defer) reclaim_due_.store(true, std::memory_order_relaxed);
   }
 
   // Nodes retired and not yet freed: on the list, in flight, or in a bag.
@@ -795,69 +1016,98 @@ class DomainCore {
       double due = static_cast<double>(options_.stall_threshold.count());
       for (std::uint32_t i = 0; i < s->stall_reports; ++i) due *= 3;
       if (static_cast<double>(age) < due) continue;
-      StallReport report;
-      report.domain = options_.name;
-      report.pinned_epoch = pinned;
-      report.global_epoch = global;
-      report.age = std::chrono::nanoseconds(age);
-      report.retired_count = RetiredCount();
-      report.retired_bytes = RetiredBytes();
-      report.report_index = s->stall_reports++;
-      {
-        MutexLock lock(&registry_mu_);
-        report.participant_id = s->participant_id;
-        report.participant_name = s->name;
-      }
+      // A report is a diagnostic: out of memory, it is skipped (counted
+      // as made, so the back-off goes on), never thrown through the caller
+      // (TryReclaim() holds advance_mu_ without RAII; Shutdown() runs in a
+      // destructor).
+      const std::uint32_t index = s->stall_reports++;
       stall_reports_.fetch_add(1, std::memory_order_relaxed);
-      reports->push_back(std::move(report));
+      try {
+        StallReport report;
+        report.domain = options_.name;
+        report.pinned_epoch = pinned;
+        report.global_epoch = global;
+        report.age = std::chrono::nanoseconds(age);
+        report.retired_count = RetiredCount();
+        report.retired_bytes = RetiredBytes();
+        report.report_index = index;
+        {
+          MutexLock lock(&registry_mu_);
+          report.participant_id = s->participant_id;
+          report.participant_name = s->name;
+        }
+        reports->push_back(std::move(report));
+      } catch (const std::bad_alloc&) {
+      }
     }
   }
 
   // Runs the deleters of every node whose grace period has passed, outside
-  // any lock (L3).
+  // any lock (L3): the expired blocks are cut from the list, marked in
+  // flight (Barrier() waits for them), freed, and pooled for reuse.
   std::size_t FreeExpired() {
-    std::vector<Retired> batch;
+    Block* batch = nullptr;
+    InFlight in_flight{0, 0, 0, nullptr};
     {
       MutexLock lock(&retire_mu_);
       const std::uint64_t global =
           read_side.global_epoch.load(std::memory_order_acquire);
-      std::size_t expired = 0;
-      while (expired < retired_.size() &&
-             retired_[expired].epoch + 2 <= global) {
-        ++expired;
+      Block* last = nullptr;
+      for (Block* b = head_; b != nullptr && b->epoch + 2 <= global;
+           b = b->next) {
+        last = b;
       }
-      if (expired == 0) return 0;
-      const auto expired_end =
-          retired_.begin() + static_cast<std::ptrdiff_t>(expired);
-      batch.assign(retired_.begin(), expired_end);
-      retired_.erase(retired_.begin(), expired_end);
-      std::size_t batch_bytes = 0;
-      for (const Retired& r : batch) batch_bytes += r.bytes;
-      in_flight_.push_back(
-          InFlight{batch.front().seq, batch.size(), batch_bytes});
+      if (last == nullptr) return 0;
+      batch = head_;
+      head_ = last->next;
+      if (head_ == nullptr) tail_ = nullptr;
+      last->next = nullptr;
+      in_flight.lowest_seq = batch->seq;
+      for (Block* b = batch; b != nullptr; b = b->next) {
+        in_flight.count += b->count;
+        for (std::size_t i = 0; i < b->count; ++i) {
+          in_flight.bytes += b->items[i].bytes;
+        }
+      }
+      in_flight.next = in_flight_;
+      in_flight_ = &in_flight;
     }
-    std::size_t bytes = 0;
-    for (const Retired& r : batch) {
-      r.deleter(r.ptr);
-      bytes += r.bytes;
+    for (Block* b = batch; b != nullptr; b = b->next) {
+      for (std::size_t i = 0; i < b->count; ++i) {
+        b->items[i].deleter(b->items[i].ptr);
+      }
     }
+    Block* surplus = nullptr;
     {
       MutexLock lock(&retire_mu_);
-      auto it = std::find_if(
-          in_flight_.begin(), in_flight_.end(),
-          [&](const InFlight& f) { return f.lowest_seq == batch.front().seq; });
-      if (it != in_flight_.end()) in_flight_.erase(it);
-      retired_count_.fetch_sub(batch.size(), std::memory_order_relaxed);
-      retired_bytes_.fetch_sub(bytes, std::memory_order_acq_rel);
+      for (InFlight** f = &in_flight_; *f != nullptr; f = &(*f)->next) {
+        if (*f == &in_flight) {
+          *f = in_flight.next;
+          break;
+        }
+      }
+      retired_count_.fetch_sub(in_flight.count, std::memory_order_relaxed);
+      retired_bytes_.fetch_sub(in_flight.bytes, std::memory_order_acq_rel);
+      while (batch != nullptr) {
+        Block* b = std::exchange(batch, batch->next);
+        if (unpledged_.load(std::memory_order_relaxed) < kPoolBlocks) {
+          PushPool(b);
+          Unpledge();  // after the push, under the lock: see PopUnpledged
+        } else {
+          b->next = surplus;
+          surplus = b;
+        }
+      }
     }
-    return batch.size();
+    DeleteChain(surplus);
+    return in_flight.count;
   }
 
   bool FreedBelow(std::uint64_t seq) {
     MutexLock lock(&retire_mu_);
-    if (!retired_.empty() && retired_.front().seq < seq) return false;
-    for (const InFlight& f : in_flight_) {
-      if (f.lowest_seq < seq) return false;
+    if (head_ != nullptr && head_->seq < seq) return false;
+    for (const InFlight* f = in_flight_; f != nullptr; f = f->next) {
+      if (f->lowest_seq < seq) return false;
     }
     return true;
   }
@@ -867,7 +1117,10 @@ class DomainCore {
       if (options_.stall_hook) {
         options_.stall_hook(r);
       } else {
-        std::fprintf(stderr, "%s\n", FormatStall(r).c_str());
+        try {
+          std::fprintf(stderr, "%s\n", FormatStall(r).c_str());
+        } catch (const std::bad_alloc&) {
+        }
       }
     }
   }
@@ -891,8 +1144,17 @@ class DomainCore {
   std::atomic<std::uint64_t> implicit_registered_{0};
   std::uint64_t next_participant_id_ CAIRN_GUARDED_BY(registry_mu_) = 1;
 
-  std::deque<Retired> retired_ CAIRN_GUARDED_BY(retire_mu_);
-  std::vector<InFlight> in_flight_ CAIRN_GUARDED_BY(retire_mu_);
+  // The retired list: sealed blocks in retirement (and so epoch) order.
+  Block* head_ CAIRN_GUARDED_BY(retire_mu_) = nullptr;
+  Block* tail_ CAIRN_GUARDED_BY(retire_mu_) = nullptr;
+  InFlight* in_flight_ CAIRN_GUARDED_BY(retire_mu_) = nullptr;
+  // Free blocks; unpledged_ of them are not promised to a reservation.
+  // unpledged_ is changed by CAS outside the lock (pledges) and under it
+  // (pops); every block it counts was pushed under the lock first, and
+  // acquire/release on it orders that push before the pop it allows.
+  static constexpr std::int64_t kPoolBlocks = 16;
+  Block* pool_ CAIRN_GUARDED_BY(retire_mu_) = nullptr;
+  std::atomic<std::int64_t> unpledged_{0};
   std::uint64_t next_seq_ CAIRN_GUARDED_BY(retire_mu_) = 0;
   std::uint32_t retires_since_reclaim_ CAIRN_GUARDED_BY(retire_mu_) = 0;
 
@@ -979,7 +1241,15 @@ class BagCache {
       }
     }
     if (bag == nullptr) {
+      // Out of memory the thread has no bag this time (null), and its
+      // retires go straight onto the list.
+      try {
+        entries_.reserve(entries_.size() + 1);
+      } catch (const std::bad_alloc&) {
+        return nullptr;
+      }
       bag = core->AcquireBag();
+      if (bag == nullptr) return nullptr;
       entries_.push_back(Entry{core, bag});
     }
     last_bag = LastBag{&core->read_side, core->read_side.nonce, bag};
@@ -1054,12 +1324,22 @@ epoch_internal::Slot* epoch_internal::ThreadCache::Bind(
       return e.participant.slot_;
     }
   }
-  std::uint64_t id = 0;
-  Result<Slot*> slot = core->Register({}, &id, /*implicit=*/true);
-  CAIRN_CHECK(slot.ok());  // implicit registration only fails on OOM
-  entries_.push_back(
-      Entry{core->read_side.nonce, Participant(core, *slot, id)});
-  return *slot;
+  // A guard cannot be refused, so out of memory here is fatal, with a
+  // message rather than a bad_alloc escaping a noexcept caller.
+  try {
+    entries_.reserve(entries_.size() + 1);
+    std::uint64_t id = 0;
+    Result<Slot*> slot = core->Register({}, &id, /*implicit=*/true);
+    CAIRN_CHECK(slot.ok());  // implicit registration fails only by throwing
+    entries_.push_back(
+        Entry{core->read_side.nonce, Participant(core, *slot, id)});
+    return *slot;
+  } catch (const std::bad_alloc&) {
+    CAIRN_CHECK_MSG(false,
+                    "out of memory binding a thread to an epoch domain "
+                    "(EnterOnThisThread)");
+  }
+  return nullptr;
 }
 
 void Participant::Release() noexcept {
@@ -1071,8 +1351,11 @@ void Participant::Release() noexcept {
   slot_ = nullptr;
 }
 
+// A live reservation (core_ set) holds a pledge (DomainCore::Pledge()).
 RetireReservation::~RetireReservation() {
-  if (core_ != nullptr && bytes_ > 0) core_->Uncharge(bytes_);
+  if (core_ == nullptr) return;
+  if (bytes_ > 0) core_->Uncharge(bytes_);
+  core_->Unpledge();
 }
 
 // --- EpochDomain ------------------------------------------------------------
@@ -1089,11 +1372,17 @@ void EpochDomain::BindThisThread() noexcept {
 
 EpochDomain::~EpochDomain() {
   const EpochOptions& options = core_->options();
-  auto report = [&](const std::string& message) {
-    if (options.error_hook) {
-      options.error_hook(message);
-    } else {
-      std::fprintf(stderr, "%s\n", message.c_str());
+  // A lifetime report needs memory; without it, the line is lost, never
+  // thrown out of the destructor.
+  auto report = [&](auto&& message) {
+    try {
+      const std::string line = message();
+      if (options.error_hook) {
+        options.error_hook(line);
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    } catch (const std::bad_alloc&) {
     }
   };
   core_->MarkDestroyed();
@@ -1101,17 +1390,21 @@ EpochDomain::~EpochDomain() {
       options.reclaim_deadline, std::chrono::milliseconds(100)));
   const std::uint64_t registered = core_->explicit_registered();
   if (registered != 0) {
-    report("cairn epoch '" + options.name + "': destroyed with " +
-           std::to_string(registered) +
-           " registered participants (E10); their slots stay valid until "
-           "they are destroyed");
+    report([&] {
+      return "cairn epoch '" + options.name + "': destroyed with " +
+             std::to_string(registered) +
+             " registered participants (E10); their slots stay valid until "
+             "they are destroyed";
+    });
   }
   if (!shutdown.ok()) {
-    report("cairn epoch '" + options.name +
-           "': destroyed before its retirements could be freed: " +
-           shutdown.ToString() +
-           "; they are freed when the last participant "
-           "is destroyed");
+    report([&] {
+      return "cairn epoch '" + options.name +
+             "': destroyed before its retirements could be freed: " +
+             shutdown.ToString() +
+             "; they are freed when the last participant "
+             "is destroyed";
+    });
   }
 }
 
@@ -1133,12 +1426,20 @@ Status EpochDomain::Retire(void* ptr, std::size_t bytes, Deleter deleter) {
 Result<RetireReservation> EpochDomain::Reserve(std::size_t bytes) {
   Status charged = core_->Charge(bytes);
   if (!charged.ok()) return charged;
+  if (!core_->Pledge()) {
+    core_->Uncharge(bytes);
+    return epoch_internal::DomainCore::OutOfMemory();
+  }
   return RetireReservation(core_, bytes);
 }
 
 Result<RetireReservation> EpochDomain::TryReserve(std::size_t bytes) {
   Status charged = core_->TryChargeNow(bytes);
   if (!charged.ok()) return charged;
+  if (!core_->Pledge()) {
+    core_->Uncharge(bytes);
+    return ResourceExhaustedError();  // code-only, as TryChargeNow()
+  }
   return RetireReservation(core_, bytes);
 }
 
@@ -1148,10 +1449,15 @@ void EpochDomain::RetireReserved(RetireReservation reservation, void* ptr,
                   "RetireReservation used with another domain");
   CAIRN_CHECK_MSG(ptr != nullptr && deleter != nullptr,
                   "RetireReserved() needs a pointer and a deleter");
-  // The reservation's bytes become the node's; the node releases them.
-  core_->Append(epoch_internal::ThisThreadBag(core_), ptr,
-                std::exchange(reservation.bytes_, 0), deleter,
-                reclaim == Reclaim::kDeferred);
+  // The reservation's bytes become the node's; the node releases them. Its
+  // pledge is used or handed back by Append(), which so cannot fail.
+  const bool appended =
+      core_->Append(epoch_internal::ThisThreadBag(core_),
+                    epoch_internal::Retired{
+                        ptr, deleter, std::exchange(reservation.bytes_, 0)},
+                    /*pledged=*/true, reclaim == Reclaim::kDeferred);
+  CAIRN_CHECK(appended);
+  reservation.core_.reset();
 }
 
 Status EpochDomain::TryUnlinkAndRetire(void* ptr, std::size_t bytes,

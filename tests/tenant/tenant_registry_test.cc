@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "directory/directory_testing.h"
+#include "testing/alloc_counter.h"
 #include "testing/directory_peer.h"
 #include "testing/stress.h"
 
@@ -126,6 +129,85 @@ TEST(TenantRegistryTest, T1FactoryErrorPublishesNothingAndLaterCallRetries) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(registry.Find("bad").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(registry.GetOrCreate("bad", Limit(1)).ok());
+}
+
+// Defect 7 of issue 22: a factory that threw left its in-flight creation
+// behind, so every later call for the name threw std::future_error.
+TEST(TenantRegistryTest, T1ThrowingFactoryReturnsAbortedAndLeavesNothing) {
+  Registry registry;
+  auto throwing = [](std::string_view) -> Result<TenantOptions> {
+    throw std::runtime_error("host config unreadable");
+  };
+  for (int i = 0; i < 2; ++i) {
+    Result<Registry::Handle> made = registry.GetOrCreate("bad", throwing);
+    ASSERT_EQ(made.status().code(), StatusCode::kAborted);
+    EXPECT_EQ(made.status().message(), "host config unreadable");
+  }
+  EXPECT_EQ(registry.Find("bad").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(registry.size(), 1u);
+  std::atomic<int> calls{0};
+  EXPECT_TRUE(registry.GetOrCreate("bad", Limit(1, &calls)).ok());
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_TRUE(registry.Find("bad").ok());
+}
+
+// A racer waiting on a creation whose factory throws gets the error (or,
+// arriving after it, runs its own factory), never an exception.
+TEST(TenantRegistryTest, T1RacerOfAThrowingFactoryGetsAStatus) {
+  Registry registry;
+  for (int round = 0; round < testing::StressIterations(5); ++round) {
+    const std::string name = "racy" + std::to_string(round);
+    std::atomic<bool> started{false};
+    auto slow_throw = [&](std::string_view) -> Result<TenantOptions> {
+      started.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      throw std::runtime_error("late failure");
+    };
+    Status racer;
+    std::thread t([&] {
+      while (!started.load()) std::this_thread::yield();
+      racer = registry.GetOrCreate(name, Limit(1)).status();
+    });
+    EXPECT_EQ(registry.GetOrCreate(name, slow_throw).status().code(),
+              StatusCode::kAborted);
+    t.join();
+    EXPECT_TRUE(racer.ok() || racer.code() == StatusCode::kAborted)
+        << racer.ToString();
+    EXPECT_TRUE(registry.GetOrCreate(name, Limit(1)).ok());
+  }
+}
+
+// Every allocation of a creation failed in turn: a status, never an
+// exception, and a later call for the name succeeds.
+TEST(TenantRegistryTest, T1OutOfMemoryReturnsAStatusAndLeavesNothing) {
+  std::uint64_t healthy = 0;
+  {
+    Registry registry;
+    testing::AllocationCounter counter;
+    ASSERT_TRUE(registry.GetOrCreate("t", Limit(1 << 20)).ok());
+    healthy = counter.count();
+  }
+  ASSERT_GT(healthy, 0u);
+  int refused = 0;
+  for (int n = 1; n <= static_cast<int>(healthy); ++n) {
+    SCOPED_TRACE(n);
+    Registry registry;
+    testing::FailNthAllocationOnThisThread(n);
+    Result<Registry::Handle> made = registry.GetOrCreate("t", Limit(1 << 20));
+    testing::FailNthAllocationOnThisThread(0);
+    if (!made.ok()) {
+      ++refused;
+      EXPECT_EQ(made.status().code(), StatusCode::kResourceExhausted)
+          << made.status().ToString();
+      EXPECT_EQ(registry.Find("t").status().code(), StatusCode::kNotFound);
+    }
+    Result<Registry::Handle> again = registry.GetOrCreate("t", Limit(1 << 20));
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(registry.size(), 2u);
+  }
+  EXPECT_GT(refused, 0);
+  std::printf("[ tenant oom ] %d allocations failed in turn, %d refused\n",
+              static_cast<int>(healthy), refused);
 }
 
 TEST(TenantRegistryTest, T2RemoveLeavesHandlesValidAndNewInstanceIsFresh) {

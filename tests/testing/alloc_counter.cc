@@ -14,23 +14,32 @@ namespace {
 
 thread_local std::uint64_t allocations = 0;
 thread_local int failures_due = 0;
+thread_local int fail_countdown = 0;
+thread_local std::uint64_t failed = 0;
+
+bool FailThisOne() {
+  if (failures_due > 0) {
+    --failures_due;
+    ++failed;
+    return true;
+  }
+  if (fail_countdown > 0 && --fail_countdown == 0) {
+    ++failed;
+    return true;
+  }
+  return false;
+}
 
 void* Allocate(std::size_t size) {
   ++allocations;
-  if (failures_due > 0) {
-    --failures_due;
-    throw std::bad_alloc();
-  }
+  if (FailThisOne()) throw std::bad_alloc();
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
 
 void* AllocateAligned(std::size_t size, std::align_val_t align) {
   ++allocations;
-  if (failures_due > 0) {
-    --failures_due;
-    throw std::bad_alloc();
-  }
+  if (FailThisOne()) throw std::bad_alloc();
   const auto a = static_cast<std::size_t>(align);
   const std::size_t rounded = (size + a - 1) / a * a;
   if (void* p = std::aligned_alloc(a, rounded == 0 ? a : rounded)) return p;
@@ -42,6 +51,8 @@ void* AllocateAligned(std::size_t size, std::align_val_t align) {
 namespace cairn::testing {
 std::uint64_t AllocationsOnThisThread() noexcept { return allocations; }
 void FailNextAllocationsOnThisThread(int n) noexcept { failures_due = n; }
+void FailNthAllocationOnThisThread(int nth) noexcept { fail_countdown = nth; }
+std::uint64_t FailedAllocationsOnThisThread() noexcept { return failed; }
 }  // namespace cairn::testing
 
 void* operator new(std::size_t size) { return Allocate(size); }

@@ -21,6 +21,12 @@ std::uint64_t AllocationsOnThisThread() noexcept;
 // code's allocation-failure path.
 void FailNextAllocationsOnThisThread(int n) noexcept;
 
+// Only the `nth` allocation from now on this thread fails (1: the next
+// one), so a test can fail each allocation of a workload in turn; 0
+// disarms. FailedAllocationsOnThisThread() tells whether it was reached.
+void FailNthAllocationOnThisThread(int nth) noexcept;
+std::uint64_t FailedAllocationsOnThisThread() noexcept;
+
 // Allocations made by this thread since construction.
 class AllocationCounter {
  public:

@@ -56,7 +56,12 @@
 //
 // Allocation: Participant::Enter(), leaving a guard, and an
 // EnterOnThisThread() on a thread already bound to the domain never allocate
-// or lock.
+// or lock. Out of memory never throws out of a retire path: Retire(),
+// Reserve(), TryReserve() and TryUnlinkAndRetire() refuse with
+// kResourceExhausted (the caller keeps the node), and RetireReserved() uses
+// the block its reservation pledged (docs/concurrency.md, point 10). The
+// first EnterOnThisThread() on a thread registers it; out of memory there
+// is fatal (CAIRN_CHECK), as a guard cannot be refused.
 //
 // Thread safety: every EpochDomain method is safe from any thread.
 
@@ -275,7 +280,8 @@ class EpochDomain {
   }
 
   // The first half of Retire(): waits for room like Retire() does, with the
-  // same errors. RetireReserved() then never fails.
+  // same errors (kResourceExhausted also when out of memory). It pledges the
+  // list space the retire may need, so RetireReserved() then never fails.
   Result<RetireReservation> Reserve(std::size_t bytes);
   // Reserve() without waiting or reclaiming (so no deleter runs): for
   // callers that hold a lock of their own. kResourceExhausted if the cap has

@@ -149,7 +149,10 @@ class ObjectRouteIndex {
                      1),
         stripes_(new Stripe[stripe_mask_ + 1]) {
     Table* table = Table::Allocate(min_buckets_);
-    CAIRN_CHECK(table != nullptr);
+    // A constructor reports out of memory the standard way (the registry
+    // building a tenant turns it into kResourceExhausted); stripes_ is
+    // freed by its unique_ptr.
+    if (table == nullptr) throw std::bad_alloc();
     table_.store(table, std::memory_order_relaxed);
     table_size_.store(min_buckets_, std::memory_order_relaxed);
   }
@@ -840,7 +843,16 @@ class ObjectRouteIndex {
   void Finish(Table* from, Table* to) CAIRN_REQUIRES(resize_mu_) {
     Result<RetireReservation> r = domain_->TryReserve(from->bytes());
     if (!r.ok() && r.status().code() == StatusCode::kResourceExhausted) {
-      return;  // the cap is full now; a later write finishes
+      return;  // the cap (or memory) is full now; a later write finishes
+    }
+    if (!r.ok()) {
+      // Room to keep `from` before it is unlinked: a bad_alloc after the
+      // store below would lose the table and escape the write.
+      try {
+        kept_tables_.reserve(kept_tables_.size() + 1);
+      } catch (const std::bad_alloc&) {
+        return;  // a later write finishes
+      }
     }
     table_.store(to, std::memory_order_release);
     table_size_.store(to->size(), std::memory_order_relaxed);

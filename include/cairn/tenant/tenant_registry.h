@@ -37,9 +37,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -199,46 +201,24 @@ class TenantRegistry {
   // runs the factory per created instance (T1); racers wait for it and get the
   // same handle (or its error). The tenant is fully built before the snapshot
   // naming it is published. Errors: kInvalidArgument (empty or too long name,
-  // null factory), the factory's error, kResourceExhausted (the registry domain
-  // stayed full). Allocates; may block behind a racing creation of the same
-  // name. Not for use inside WithTenant.
+  // null factory), the factory's error, kAborted (the factory, or the
+  // tenant's construction, threw: its what() is the message),
+  // kResourceExhausted (the registry domain stayed full, or out of memory).
+  // Never throws; a failed creation leaves nothing behind, so a later call
+  // for the name runs the factory again. Allocates; may block behind a
+  // racing creation of the same name. Not for use inside WithTenant.
   Result<Handle> GetOrCreate(std::string_view name, const Factory& factory) {
     if (name.empty() || name.size() > options_.max_name_bytes) {
       return InvalidArgumentError("bad tenant name");
     }
-    if (Result<Handle> found = Find(name); found.ok()) return found;
-    if (!factory) return InvalidArgumentError("null tenant factory");
-    std::promise<Outcome> promise;
-    std::shared_future<Outcome> pending;
-    {
-      MutexLock lock(&mu_);
-      const Snapshot* s = current_.load(std::memory_order_relaxed);
-      auto it = s->tenants.find(name);
-      if (it != s->tenants.end()) return it->second;
-      auto c = creating_.find(std::string(name));
-      if (c != creating_.end()) {
-        pending = c->second;
-      } else {
-        creating_.emplace(std::string(name), promise.get_future().share());
-      }
+    try {
+      if (Result<Handle> found = Find(name); found.ok()) return found;
+      if (!factory) return InvalidArgumentError("null tenant factory");
+      return Create(name, factory);
+    } catch (const std::bad_alloc&) {
+      // Before the creation was registered (Create() catches after it).
+      return ResourceExhaustedError("out of memory creating a tenant");
     }
-    if (pending.valid()) {  // a racer runs the factory: wait for it
-      const Outcome& outcome = pending.get();
-      if (!outcome.status.ok()) return outcome.status;
-      return outcome.tenant;
-    }
-    Outcome outcome = Build(name, factory);
-    // On success Publish forgets the creation under the lock that publishes
-    // it: a Remove that follows cannot leave a finished creation behind for
-    // a later GetOrCreate to wait on and return (T2).
-    if (outcome.status.ok()) outcome.status = Publish(name, outcome.tenant);
-    if (!outcome.status.ok()) {
-      MutexLock lock(&mu_);
-      creating_.erase(std::string(name));
-    }
-    promise.set_value(outcome);
-    if (!outcome.status.ok()) return outcome.status;
-    return outcome.tenant;
   }
 
   // Removes the tenant `name` if it is still the instance `instance` (T2).
@@ -313,6 +293,60 @@ class TenantRegistry {
     return registry_domain_.Reserve(sizeof(Snapshot) + n * kBytesPerTenant);
   }
 
+  // GetOrCreate() after a miss. Whatever throws before the creation is
+  // registered in creating_ leaves nothing behind; from then on every
+  // failure, thrown or returned, is caught, the entry erased and the promise
+  // fulfilled, so racers get the error and a later call starts afresh (an
+  // unfulfilled promise would hand every later caller std::future_error).
+  Result<Handle> Create(std::string_view name, const Factory& factory) {
+    std::promise<Outcome> promise;
+    std::shared_future<Outcome> pending;
+    {
+      MutexLock lock(&mu_);
+      const Snapshot* s = current_.load(std::memory_order_relaxed);
+      auto it = s->tenants.find(name);
+      if (it != s->tenants.end()) return it->second;
+      auto c = creating_.find(name);
+      if (c != creating_.end()) {
+        pending = c->second;
+      } else {
+        creating_.emplace(std::string(name), promise.get_future().share());
+      }
+    }
+    if (pending.valid()) {  // a racer runs the factory: wait for it
+      const Outcome& outcome = pending.get();
+      if (!outcome.status.ok()) return outcome.status;
+      return outcome.tenant;
+    }
+    Outcome outcome;
+    try {
+      outcome = Build(name, factory);
+      // On success Publish forgets the creation under the lock that
+      // publishes it: a Remove that follows cannot leave a finished
+      // creation behind for a later GetOrCreate to wait on and return (T2).
+      if (outcome.status.ok()) outcome.status = Publish(name, outcome.tenant);
+    } catch (const std::bad_alloc&) {
+      outcome.status =
+          ResourceExhaustedError("out of memory creating a tenant");
+    } catch (const std::exception& e) {
+      outcome.status = AbortedError(e.what());
+    } catch (...) {
+      outcome.status = AbortedError("the tenant factory threw");
+    }
+    if (!outcome.status.ok()) {
+      outcome.tenant.reset();
+      MutexLock lock(&mu_);
+      // By iterator: erasing by key would build a std::string, which may
+      // throw here.
+      if (auto c = creating_.find(name); c != creating_.end()) {
+        creating_.erase(c);
+      }
+    }
+    promise.set_value(outcome);
+    if (!outcome.status.ok()) return outcome.status;
+    return outcome.tenant;
+  }
+
   Outcome Build(std::string_view name, const Factory& factory) {
     Outcome outcome;
     Result<TenantOptions> made = factory(name);
@@ -338,7 +372,10 @@ class TenantRegistry {
       next->tenants.emplace(std::string(name), tenant);
       old = s;
       current_.store(next.release(), std::memory_order_release);
-      creating_.erase(std::string(name));
+      // Nothing may throw once the snapshot is published.
+      if (auto c = creating_.find(name); c != creating_.end()) {
+        creating_.erase(c);
+      }
     }
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
@@ -354,8 +391,10 @@ class TenantRegistry {
   std::atomic<const Snapshot*> current_;
 
   Mutex mu_;  // registry writer: snapshot publication, creating_
-  std::unordered_map<std::string, std::shared_future<Outcome>> creating_
-      CAIRN_GUARDED_BY(mu_);
+  // Looked up by string_view: cleanup must not allocate a key.
+  std::unordered_map<std::string, std::shared_future<Outcome>,
+                     base_internal::KeyHash, base_internal::KeyEq>
+      creating_ CAIRN_GUARDED_BY(mu_);
   std::atomic<TenantInstanceId> next_instance_{1};
   Handle default_;
 };
