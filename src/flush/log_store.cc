@@ -376,6 +376,11 @@ Status LogStore::LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset) {
         return InvalidArgumentError(
             "the checkpoint holds a key or database out of range");
       }
+      const RecordLocation& loc = e.location;
+      if (loc.length == 0 || loc.offset > log_->data_bytes() ||
+          loc.length > log_->data_bytes() - loc.offset) {
+        return DataLossError("a checkpoint entry runs past its block");
+      }
       return fn(e.db, e.key, e.location);
     });
   };

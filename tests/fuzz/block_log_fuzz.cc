@@ -210,12 +210,9 @@ using State = std::map<std::pair<std::uint32_t, std::string>, std::string>;
 // input-chosen entries. Open trusts a sealed checkpoint's locations (it
 // does not read the log behind them), so a Get through one may fail its
 // record check (kDataLoss); from the log, or from a checkpoint whose seal
-// had to survive the fuzzer, every indexed record must read back. Known,
-// reported (issue 22): LoadCheckpoint does not check an entry against the
-// block size either, so one that runs past its block reads back as
-// kInvalidArgument ("read past the end of a block") rather than being
-// refused by Open with kDataLoss (corpus/block_log_checkpoint_entry_past_
-// block reproduces it); tolerated here for a trusted checkpoint only.
+// had to survive the fuzzer, every indexed record must read back. An entry
+// that runs past its block is refused by Open (kDataLoss;
+// corpus/block_log_checkpoint_entry_past_block was the reproducer).
 State ReadAll(LogStore& store, const std::set<std::string>& keys,
               bool trusted_checkpoint) {
   State out;
@@ -226,9 +223,7 @@ State ReadAll(LogStore& store, const std::set<std::string>& keys,
       if (s.ok()) {
         out[{db, key}] = value;
       } else if (s.code() != StatusCode::kNotFound &&
-                 !(trusted_checkpoint &&
-                   (s.code() == StatusCode::kDataLoss ||
-                    s.code() == StatusCode::kInvalidArgument))) {
+                 !(trusted_checkpoint && s.code() == StatusCode::kDataLoss)) {
         // Open said OK, so every indexed record must read back.
         std::fprintf(stderr, "Get(%u, %s) after a successful Open: %s\n", db,
                      key.c_str(), s.ToString().c_str());
