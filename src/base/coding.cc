@@ -82,5 +82,24 @@ Status UnsupportedVersionError(std::string_view format,
       " is not supported (this build reads " + std::to_string(supported) + ")");
 }
 
+Status VerifySealedHeader(std::span<const char> in, std::uint64_t magic,
+                          std::uint32_t version, std::size_t checked_bytes,
+                          std::uint64_t seed,
+                          const SealedHeaderMessages& messages) {
+  switch (CheckSealedHeader(in, magic, version, checked_bytes, seed)) {
+    case SealedHeaderCheck::kValid:
+      return Status::Ok();
+    case SealedHeaderCheck::kTruncated:
+      return DataLossError(messages.truncated);
+    case SealedHeaderCheck::kWrongMagic:
+      return DataLossError(messages.wrong_magic);
+    case SealedHeaderCheck::kBadChecksum:
+      return DataLossError(messages.bad_checksum);
+    case SealedHeaderCheck::kWrongVersion:
+      return UnsupportedVersionError(messages.format, in, version);
+  }
+  return InternalError("unknown sealed header check");
+}
+
 }  // namespace base_internal
 CAIRN_NAMESPACE_END

@@ -11,12 +11,28 @@
 
 CAIRN_NAMESPACE_BEGIN
 
+namespace {
+
+// strerror_r's text. glibc with _GNU_SOURCE (g++ defines it) declares the
+// GNU form, which returns the text (in `buffer` or a static string); POSIX
+// declares the XSI form, which fills `buffer` and returns 0 or an error
+// number. Overloading on the return type takes whichever is declared.
+[[maybe_unused]] const char* ErrorText(const char* text, const char*) {
+  return text;
+}
+[[maybe_unused]] const char* ErrorText(int result, const char* buffer) {
+  return result == 0 ? buffer : "Unknown error";
+}
+
+}  // namespace
+
 Status IoError(std::string_view what, std::string_view path, int error) {
   std::string message(what);
   message += ' ';
   message += path;
   message += ": ";
-  message += std::strerror(error);
+  char buffer[256];
+  message += ErrorText(strerror_r(error, buffer, sizeof(buffer)), buffer);
   switch (error) {
     case ENOSPC:
     case EDQUOT:

@@ -7,34 +7,34 @@
 
 CAIRN_NAMESPACE_BEGIN
 
+namespace {
+
+struct CodeName {
+  StatusCode code;
+  std::string_view name;
+};
+constexpr CodeName kCodeNames[] = {
+    {StatusCode::kOk, "OK"},
+    {StatusCode::kCancelled, "CANCELLED"},
+    {StatusCode::kInvalidArgument, "INVALID_ARGUMENT"},
+    {StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED"},
+    {StatusCode::kNotFound, "NOT_FOUND"},
+    {StatusCode::kAlreadyExists, "ALREADY_EXISTS"},
+    {StatusCode::kResourceExhausted, "RESOURCE_EXHAUSTED"},
+    {StatusCode::kFailedPrecondition, "FAILED_PRECONDITION"},
+    {StatusCode::kAborted, "ABORTED"},
+    {StatusCode::kOutOfRange, "OUT_OF_RANGE"},
+    {StatusCode::kInternal, "INTERNAL"},
+    {StatusCode::kUnavailable, "UNAVAILABLE"},
+    {StatusCode::kDataLoss, "DATA_LOSS"},
+};
+
+}  // namespace
+
 std::string_view StatusCodeName(StatusCode code) noexcept {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kCancelled:
-      return "CANCELLED";
-    case StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case StatusCode::kDeadlineExceeded:
-      return "DEADLINE_EXCEEDED";
-    case StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case StatusCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case StatusCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case StatusCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case StatusCode::kAborted:
-      return "ABORTED";
-    case StatusCode::kOutOfRange:
-      return "OUT_OF_RANGE";
-    case StatusCode::kInternal:
-      return "INTERNAL";
-    case StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case StatusCode::kDataLoss:
-      return "DATA_LOSS";
+  // A name is wanted on error paths only: a scan of 13 rows is cheap enough.
+  for (const CodeName& row : kCodeNames) {
+    if (row.code == code) return row.name;
   }
   return "UNKNOWN";
 }
@@ -66,38 +66,22 @@ std::string Status::ToString() const {
   return out;
 }
 
-Status InvalidArgumentError(std::string_view message) noexcept {
-  return Status(StatusCode::kInvalidArgument, message);
-}
-Status DeadlineExceededError(std::string_view message) noexcept {
-  return Status(StatusCode::kDeadlineExceeded, message);
-}
-Status NotFoundError(std::string_view message) noexcept {
-  return Status(StatusCode::kNotFound, message);
-}
-Status AlreadyExistsError(std::string_view message) noexcept {
-  return Status(StatusCode::kAlreadyExists, message);
-}
-Status ResourceExhaustedError(std::string_view message) noexcept {
-  return Status(StatusCode::kResourceExhausted, message);
-}
-Status FailedPreconditionError(std::string_view message) noexcept {
-  return Status(StatusCode::kFailedPrecondition, message);
-}
-Status AbortedError(std::string_view message) noexcept {
-  return Status(StatusCode::kAborted, message);
-}
-Status OutOfRangeError(std::string_view message) noexcept {
-  return Status(StatusCode::kOutOfRange, message);
-}
-Status InternalError(std::string_view message) noexcept {
-  return Status(StatusCode::kInternal, message);
-}
-Status UnavailableError(std::string_view message) noexcept {
-  return Status(StatusCode::kUnavailable, message);
-}
-Status DataLossError(std::string_view message) noexcept {
-  return Status(StatusCode::kDataLoss, message);
-}
+// One line per code: each constructor is Status(code, message).
+#define CAIRN_DEFINE_ERROR_CONSTRUCTOR(Name, code)        \
+  Status Name##Error(std::string_view message) noexcept { \
+    return Status(StatusCode::code, message);             \
+  }
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(InvalidArgument, kInvalidArgument)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(DeadlineExceeded, kDeadlineExceeded)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(NotFound, kNotFound)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(AlreadyExists, kAlreadyExists)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(ResourceExhausted, kResourceExhausted)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(FailedPrecondition, kFailedPrecondition)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(Aborted, kAborted)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(OutOfRange, kOutOfRange)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(Internal, kInternal)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(Unavailable, kUnavailable)
+CAIRN_DEFINE_ERROR_CONSTRUCTOR(DataLoss, kDataLoss)
+#undef CAIRN_DEFINE_ERROR_CONSTRUCTOR
 
 CAIRN_NAMESPACE_END

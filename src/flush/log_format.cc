@@ -49,20 +49,12 @@ void EncodeLogFileHeader(std::uint64_t block_bytes,
 
 Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in) {
   const char* p = in.data();
-  switch (base_internal::CheckSealedHeader(in, kLogFileMagic, kLogFormatVersion,
-                                           kFileChecked, kFileSeed)) {
-    case SealedHeaderCheck::kValid:
-      break;
-    case SealedHeaderCheck::kTruncated:
-      return DataLossError("log file header is truncated");
-    case SealedHeaderCheck::kWrongMagic:
-      return DataLossError("not a cairn log: wrong magic in the file header");
-    case SealedHeaderCheck::kBadChecksum:
-      return DataLossError("log file header checksum mismatch");
-    case SealedHeaderCheck::kWrongVersion:
-      return base_internal::UnsupportedVersionError("log", in,
-                                                    kLogFormatVersion);
-  }
+  CAIRN_RETURN_IF_ERROR(base_internal::VerifySealedHeader(
+      in, kLogFileMagic, kLogFormatVersion, kFileChecked, kFileSeed,
+      {.format = "log",
+       .truncated = "log file header is truncated",
+       .wrong_magic = "not a cairn log: wrong magic in the file header",
+       .bad_checksum = "log file header checksum mismatch"}));
   const std::uint64_t block_bytes = LoadFixed<std::uint64_t>(p + 16);
   if (LoadFixed<std::uint32_t>(p + 12) != kLogFileHeaderBytes ||
       block_bytes < kLogMinBlockBytes || block_bytes > kLogMaxBlockBytes ||

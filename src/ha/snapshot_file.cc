@@ -26,7 +26,6 @@ namespace {
 using base_internal::Checksum64;
 using base_internal::LoadFixed;
 using base_internal::PutFixed;
-using base_internal::SealedHeaderCheck;
 using base_internal::StoreFixed;
 
 constexpr std::uint64_t kHeaderSeed = 0x736e6870;   // "snhp"
@@ -445,21 +444,13 @@ Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file) {
   const std::vector<char>& bytes = parsed.bytes;
   const std::size_t size = bytes.size();
   const char* header = bytes.data();
-  switch (base_internal::CheckSealedHeader(
+  CAIRN_RETURN_IF_ERROR(base_internal::VerifySealedHeader(
       std::span<const char>(header, size), kSnapshotMagic,
-      kSnapshotFormatVersion, kHeaderChecked, kHeaderSeed)) {
-    case SealedHeaderCheck::kValid:
-      break;
-    case SealedHeaderCheck::kTruncated:
-      return DataLossError("snapshot is truncated: no complete header");
-    case SealedHeaderCheck::kWrongMagic:
-      return DataLossError("not a cairn snapshot: wrong magic");
-    case SealedHeaderCheck::kBadChecksum:
-      return DataLossError("snapshot header checksum mismatch");
-    case SealedHeaderCheck::kWrongVersion:
-      return base_internal::UnsupportedVersionError("snapshot", bytes,
-                                                    kSnapshotFormatVersion);
-  }
+      kSnapshotFormatVersion, kHeaderChecked, kHeaderSeed,
+      {.format = "snapshot",
+       .truncated = "snapshot is truncated: no complete header",
+       .wrong_magic = "not a cairn snapshot: wrong magic",
+       .bad_checksum = "snapshot header checksum mismatch"}));
   if (LoadFixed<std::uint32_t>(header + 12) != kSnapshotHeaderBytes ||
       LoadFixed<std::uint64_t>(header + 48) != 0) {
     return DataLossError("snapshot header fields");

@@ -31,17 +31,8 @@
 namespace cairn {
 namespace {
 
-using Dir = GroupDirectory<LoggedPayload>;
-using Handle = ObjectHandle<LoggedPayload>;
-using View = ObjectView<LoggedPayload>;
-using Access = ObjectAccess<LoggedPayload>;
-using testing::Key;
-using testing::Watchdog;
-
-using testing::Fixture;
-using testing::kDeadlockBound;
-using testing::RunEveryLoggedMutation;
-using testing::Sized;
+// Dir, Handle, View, Access, Fixture, Sized and the other shared names.
+using namespace testing::durable_log_names;
 
 TEST(DurableLogTest, H1ReserveHappensBeforeAnyDirectoryLock) {
   // One lifecycle stripe: every key's create and erase takes it. From

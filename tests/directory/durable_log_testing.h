@@ -3,8 +3,8 @@
 //
 // Shared by the durable-log tests of the directory (the hook, through
 // InMemoryDurableLog) and of ha (FileDurableLog): a payload the log carries,
-// a directory wired to an in-memory log, and one run of every logged
-// mutation.
+// a directory wired to an in-memory log, one run of every logged mutation,
+// and the names both suites use.
 
 #ifndef CAIRN_TESTS_DIRECTORY_DURABLE_LOG_TESTING_H_
 #define CAIRN_TESTS_DIRECTORY_DURABLE_LOG_TESTING_H_
@@ -133,6 +133,22 @@ inline void RunEveryLoggedMutation(Fixture& f, std::string_view tag) {
                                              false, &out),
             StatusCode::kOk);
 }
+
+// The names both durable-log suites write unqualified, in one place: a suite
+// brings them in with `using namespace testing::durable_log_names;` at the
+// top of its unnamed namespace.
+namespace durable_log_names {
+using Dir = LoggedDir;
+using Handle = ObjectHandle<LoggedPayload>;
+using View = ObjectView<LoggedPayload>;
+using Access = ObjectAccess<LoggedPayload>;
+using testing::Fixture;
+using testing::kDeadlockBound;
+using testing::Key;
+using testing::RunEveryLoggedMutation;
+using testing::Sized;
+using testing::Watchdog;
+}  // namespace durable_log_names
 
 }  // namespace cairn::testing
 

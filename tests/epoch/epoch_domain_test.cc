@@ -57,6 +57,34 @@ Participant Register(EpochDomain& domain, std::string_view name = {}) {
   return std::move(p).value();
 }
 
+// Another thread inside a guard of `participant` from construction until
+// Release() (or destruction): what pins an epoch in these tests.
+class GuardHolder {
+ public:
+  explicit GuardHolder(Participant& participant)
+      : thread_([this, &participant] {
+          Guard guard = participant.Enter();
+          entered_.store(true);
+          while (!release_.load()) std::this_thread::yield();
+        }) {
+    while (!entered_.load()) std::this_thread::yield();
+  }
+  ~GuardHolder() { Release(); }
+  GuardHolder(const GuardHolder&) = delete;
+  GuardHolder& operator=(const GuardHolder&) = delete;
+
+  // Leaves the guard and joins the thread.
+  void Release() {
+    release_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> entered_{false};
+  std::atomic<bool> release_{false};
+  std::thread thread_;
+};
+
 class EpochDomainTest : public ::testing::TestWithParam<ReadSideMode> {
  protected:
   EpochOptions Options() {
@@ -193,19 +221,12 @@ TEST_P(EpochDomainTest, E3BarrierTimesOutWhileAGuardPinsANode) {
   EpochDomain domain(Options());
   Participant reader = Register(domain);
   std::atomic<int> deletions{0};
-  std::atomic<bool> entered{false}, release{false};
-  std::thread holder([&] {
-    Guard guard = reader.Enter();
-    entered.store(true);
-    while (!release.load()) std::this_thread::yield();
-  });
-  while (!entered.load()) std::this_thread::yield();
+  GuardHolder holder(reader);
   ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
   Status s = domain.Barrier(milliseconds(5));
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(deletions.load(), 0);
-  release.store(true);
-  holder.join();
+  holder.Release();
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(deletions.load(), 1);
 }
@@ -217,13 +238,7 @@ TEST_P(EpochDomainTest, E4RetireAtCapFailsBusyAfterDeadline) {
   EpochDomain domain(options);
   Participant reader = Register(domain);
   std::atomic<int> deletions{0};
-  std::atomic<bool> entered{false}, release{false};
-  std::thread stalled([&] {
-    Guard guard = reader.Enter();
-    entered.store(true);
-    while (!release.load()) std::this_thread::yield();
-  });
-  while (!entered.load()) std::this_thread::yield();
+  GuardHolder stalled(reader);
   for (int i = 0; i < 10; ++i)
     ASSERT_TRUE(RetireCounted(domain, &deletions, 100).ok());
   const auto start = std::chrono::steady_clock::now();
@@ -235,8 +250,7 @@ TEST_P(EpochDomainTest, E4RetireAtCapFailsBusyAfterDeadline) {
   EXPECT_EQ(d.busy_count, 1u);
   EXPECT_EQ(d.retired_bytes, 1000u);
   EXPECT_LE(d.peak_retired_bytes, 1000u);
-  release.store(true);
-  stalled.join();
+  stalled.Release();
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(deletions.load(), 10);
   EXPECT_EQ(domain.Diagnostics().retired_bytes, 0u);
@@ -457,13 +471,7 @@ TEST_P(EpochDomainTest, E7EnterLeaveReadNoClockAndWriteOnlyTheirSlot) {
   Participant held = Register(domain, "held");
   Participant mine = Register(domain, "mine");
   Participant idle = Register(domain, "idle");
-  std::atomic<bool> entered{false}, release{false};
-  std::thread holder([&] {
-    Guard g = held.Enter();  // another thread's active slot
-    entered.store(true);
-    while (!release.load()) std::this_thread::yield();
-  });
-  while (!entered.load()) std::this_thread::yield();
+  GuardHolder holder(held);  // another thread's active slot
   std::atomic<int> deletions{0};
   ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
   domain.TryReclaim();  // one advance: `held` now pins an older epoch
@@ -497,8 +505,7 @@ TEST_P(EpochDomainTest, E7EnterLeaveReadNoClockAndWriteOnlyTheirSlot) {
   EXPECT_EQ(after.active_guards, 1u);
   EXPECT_EQ(after.oldest_guard_participant, held.id());
   EXPECT_EQ(deletions.load(), 0);
-  release.store(true);
-  holder.join();
+  holder.Release();
   // The slot layout that keeps one reader's writes off another's line.
   static_assert(alignof(epoch_internal::Slot) >= 64);
   static_assert(sizeof(epoch_internal::Slot) % 64 == 0);
@@ -600,19 +607,12 @@ TEST_P(EpochDomainTest, E10ShutdownWaitsForGuardsAndKeepsNodesOnTimeout) {
   EpochDomain domain(Options());
   Participant reader = Register(domain);
   std::atomic<int> deletions{0};
-  std::atomic<bool> entered{false}, release{false};
-  std::thread holder([&] {
-    Guard guard = reader.Enter();
-    entered.store(true);
-    while (!release.load()) std::this_thread::yield();
-  });
-  while (!entered.load()) std::this_thread::yield();
+  GuardHolder holder(reader);
   ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
   EXPECT_EQ(domain.Shutdown(milliseconds(5)).code(),
             StatusCode::kDeadlineExceeded);
   EXPECT_EQ(deletions.load(), 0);
-  release.store(true);
-  holder.join();
+  holder.Release();
   EXPECT_TRUE(domain.Shutdown(seconds(5)).ok());
   EXPECT_EQ(deletions.load(), 1);
 }
@@ -676,13 +676,7 @@ TEST(EpochDomainForkTest, ChildResetsStateAndFreesNothing) {
   Participant mine = Register(domain);
   Participant other = Register(domain);
   std::atomic<int> deletions{0};
-  std::atomic<bool> entered{false}, release{false};
-  std::thread holder([&] {
-    Guard g = other.Enter();  // this thread will not exist in the child
-    entered.store(true);
-    while (!release.load()) std::this_thread::yield();
-  });
-  while (!entered.load()) std::this_thread::yield();
+  GuardHolder holder(other);  // its thread will not exist in the child
   ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -706,8 +700,7 @@ TEST(EpochDomainForkTest, ChildResetsStateAndFreesNothing) {
   ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
   ASSERT_TRUE(WIFEXITED(wstatus));
   EXPECT_EQ(WEXITSTATUS(wstatus), 0);
-  release.store(true);
-  holder.join();
+  holder.Release();
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(deletions.load(), 1) << "the parent still frees its own node";
 }

@@ -32,17 +32,8 @@
 namespace cairn {
 namespace {
 
-using Dir = GroupDirectory<LoggedPayload>;
-using Handle = ObjectHandle<LoggedPayload>;
-using View = ObjectView<LoggedPayload>;
-using Access = ObjectAccess<LoggedPayload>;
-using testing::Key;
-using testing::Watchdog;
-
-using testing::Fixture;
-using testing::kDeadlockBound;
-using testing::RunEveryLoggedMutation;
-using testing::Sized;
+// Dir, Handle, View, Access, Fixture, Sized and the other shared names.
+using namespace testing::durable_log_names;
 
 using testing::ReadWholeFile;
 using testing::ScratchDir;

@@ -514,12 +514,7 @@ class GroupDirectory {
               clock_->NowNanos()) {
         return FailedPreconditionError("group lease has not expired");
       }
-      std::vector<Entry*> members;
-      members.reserve(group->live_.size());
-      for (const auto& m : group->live_) members.push_back(m.entry);
-      std::sort(
-          members.begin(), members.end(),
-          [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+      const std::vector<Entry*> members = SortedMembers(group.get());
       // Group transaction: all member locks, ascending key order (L2). A
       // reader extending the group lease holds its member's shared lock, so
       // with every member locked the lease check above cannot be overtaken.
@@ -1152,12 +1147,7 @@ class GroupDirectory {
     }
     MutexLock group_lock(&group->mu_);
     if (!group->active_locked()) return NotFoundError();
-    std::vector<Entry*> members;
-    members.reserve(group->live_.size());
-    for (const auto& m : group->live_) members.push_back(m.entry);
-    std::sort(
-        members.begin(), members.end(),
-        [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+    const std::vector<Entry*> members = SortedMembers(group);
     for (Entry* m : members) LockObjectShared(m);
     for (Entry* m : members) {
       if (ActiveUnderSharedLock(m)) {
@@ -1169,6 +1159,19 @@ class GroupDirectory {
       UnlockObjectShared(*it);
     }
     return Status::Ok();
+  }
+
+  // The group's live members in ascending key order, the order a group
+  // transaction locks them in (L2). Allocates the list.
+  static std::vector<Entry*> SortedMembers(const Group* group)
+      CAIRN_REQUIRES(group->mu_) {
+    std::vector<Entry*> members;
+    members.reserve(group->live_.size());
+    for (const auto& m : group->live_) members.push_back(m.entry);
+    std::sort(
+        members.begin(), members.end(),
+        [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+    return members;
   }
 
   // InspectUnit locks a run-time set of members in one loop and unlocks
@@ -1234,12 +1237,7 @@ class GroupDirectory {
       const std::shared_ptr<Group> owner_of_group(candidate.owner(), group);
       MutexLock group_lock(&group->mu_);
       if (!group->active_locked()) return StatusCode::kNotFound;
-      std::vector<Entry*> members;
-      members.reserve(group->live_.size());
-      for (const auto& m : group->live_) members.push_back(m.entry);
-      std::sort(
-          members.begin(), members.end(),
-          [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
+      const std::vector<Entry*> members = SortedMembers(group);
       for (Entry* e : members) LockObject(e);
       bool ok =
           (expected_members == 0 || expected_members == members.size()) &&

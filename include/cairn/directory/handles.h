@@ -42,61 +42,63 @@
 
 CAIRN_NAMESPACE_BEGIN
 
-template <typename Payload = EmptyPayload>
-class GroupHandle {
+namespace directory_internal {
+
+// What every handle shares: a strong owner of one entry (`Entry` is
+// GroupEntry<Payload> or ObjectEntry<Payload>).
+template <typename Entry>
+class EntryHandle {
  public:
-  GroupHandle() = default;
-  explicit GroupHandle(std::shared_ptr<GroupEntry<Payload>> owner) noexcept
+  EntryHandle() = default;
+  explicit EntryHandle(std::shared_ptr<Entry> owner) noexcept
       : owner_(std::move(owner)) {}
 
-  GroupEntry<Payload>* get() const noexcept { return owner_.get(); }
-  GroupEntry<Payload>* operator->() const noexcept { return owner_.get(); }
-  GroupEntry<Payload>& operator*() const noexcept { return *owner_; }
+  Entry* get() const noexcept { return owner_.get(); }
+  Entry* operator->() const noexcept { return owner_.get(); }
+  Entry& operator*() const noexcept { return *owner_; }
   explicit operator bool() const noexcept { return owner_ != nullptr; }
-  bool is_current() const noexcept {
-    return owner_ != nullptr && owner_->is_current();
-  }
-  const std::shared_ptr<GroupEntry<Payload>>& owner() const noexcept {
-    return owner_;
-  }
+  // The owner itself (the route stores these).
+  const std::shared_ptr<Entry>& owner() const noexcept { return owner_; }
 
  private:
-  std::shared_ptr<GroupEntry<Payload>> owner_;
+  std::shared_ptr<Entry> owner_;
+};
+
+}  // namespace directory_internal
+
+template <typename Payload = EmptyPayload>
+class GroupHandle
+    : public directory_internal::EntryHandle<GroupEntry<Payload>> {
+ public:
+  using directory_internal::EntryHandle<GroupEntry<Payload>>::EntryHandle;
+
+  bool is_current() const noexcept {
+    return this->get() != nullptr && this->get()->is_current();
+  }
 };
 
 template <typename Payload = EmptyPayload>
-class ObjectHandle {
+class ObjectHandle
+    : public directory_internal::EntryHandle<ObjectEntry<Payload>> {
  public:
-  ObjectHandle() = default;
-  explicit ObjectHandle(std::shared_ptr<ObjectEntry<Payload>> owner) noexcept
-      : owner_(std::move(owner)) {}
-
-  ObjectEntry<Payload>* get() const noexcept { return owner_.get(); }
-  ObjectEntry<Payload>* operator->() const noexcept { return owner_.get(); }
-  ObjectEntry<Payload>& operator*() const noexcept { return *owner_; }
-  explicit operator bool() const noexcept { return owner_ != nullptr; }
+  using directory_internal::EntryHandle<ObjectEntry<Payload>>::EntryHandle;
 
   ObjectToken token() const noexcept {
-    return owner_ == nullptr ? ObjectToken{} : owner_->token();
+    return this->get() == nullptr ? ObjectToken{} : this->get()->token();
   }
   // A hint outside a callback (D2).
   bool is_current() const noexcept {
-    return owner_ != nullptr && owner_->lifecycle_hint() == Lifecycle::kActive;
+    return this->get() != nullptr &&
+           this->get()->lifecycle_hint() == Lifecycle::kActive;
   }
   // The member's group in O(1) through the same control block; empty for a
   // singleton or an empty handle. No lock, no hash; one refcount increment.
   GroupHandle<Payload> group() const noexcept {
-    if (owner_ == nullptr || owner_->group() == nullptr) return {};
+    ObjectEntry<Payload>* entry = this->get();
+    if (entry == nullptr || entry->group() == nullptr) return {};
     return GroupHandle<Payload>(
-        std::shared_ptr<GroupEntry<Payload>>(owner_, owner_->group()));
+        std::shared_ptr<GroupEntry<Payload>>(this->owner(), entry->group()));
   }
-  // The owner itself (the route stores these).
-  const std::shared_ptr<ObjectEntry<Payload>>& owner() const noexcept {
-    return owner_;
-  }
-
- private:
-  std::shared_ptr<ObjectEntry<Payload>> owner_;
 };
 
 // Shared (read) access: the object's lock is held shared for this object's

@@ -12,7 +12,8 @@
 //   - sealed regions: a run of fields followed by the u64 checksum of those
 //     fields (SealRegion, RegionSealed, AppendSeal), and the check of a
 //     sealed header that starts with a magic u64 and a version u32
-//     (CheckSealedHeader, UnsupportedVersionError).
+//     (CheckSealedHeader, UnsupportedVersionError, or both as one status:
+//     VerifySealedHeader).
 //
 // Machinery: hosts never include it. Every component may (base is the
 // floor of the dependency order).
@@ -121,6 +122,22 @@ SealedHeaderCheck CheckSealedHeader(std::span<const char> in,
 Status UnsupportedVersionError(std::string_view format,
                                std::span<const char> header,
                                std::uint32_t supported);
+
+// What a format says when its sealed header is not valid: the kDataLoss
+// messages of CheckSealedHeader's failures, and the format's name for
+// UnsupportedVersionError.
+struct SealedHeaderMessages {
+  std::string_view format;
+  std::string_view truncated;
+  std::string_view wrong_magic;
+  std::string_view bad_checksum;
+};
+// CheckSealedHeader as a status: OK, kDataLoss with the matching message,
+// or UnsupportedVersionError(messages.format, in, version).
+Status VerifySealedHeader(std::span<const char> in, std::uint64_t magic,
+                          std::uint32_t version, std::size_t checked_bytes,
+                          std::uint64_t seed,
+                          const SealedHeaderMessages& messages);
 
 }  // namespace base_internal
 CAIRN_NAMESPACE_END

@@ -43,13 +43,37 @@ inline constexpr std::size_t TableAlignment(std::size_t bytes) noexcept {
 // invisible to malloc statistics; benchmarks add them to heap growth).
 std::size_t DefaultAllocatorMappedBytes() noexcept;
 
+// The move operations and destructor of a class that owns memory taken from
+// an IndexAllocator, written once for EntryArena and BucketPool. `Core` has
+// an allocator_, Release() (give everything back, end empty) and
+// Swap(Core&) (exchange everything but the allocator). A move leaves the
+// source empty on its own allocator. Release runs here, in the most derived
+// class's destructor, while Core's members are still alive.
+template <typename Core>
+class OwnedRegion final : public Core {
+ public:
+  using Core::Core;
+  OwnedRegion(OwnedRegion&& other) noexcept : Core(other.allocator_) {
+    this->Swap(other);
+  }
+  OwnedRegion& operator=(OwnedRegion&& other) noexcept {
+    if (this != &other) {
+      this->Release();
+      this->allocator_ = other.allocator_;
+      this->Swap(other);
+    }
+    return *this;
+  }
+  ~OwnedRegion() { this->Release(); }
+};
+
 // Entries are carved from 256 KiB slabs in 8-byte granules. A handle is
 // (slab << 15) | granule; handle 0 is never issued (the first granule of slab
 // 0 is skipped), so 0 means "empty slot". Freed blocks go to a per-size free
 // list threaded through their first word. Blocks never move. The first
 // kSmallSlabs slabs are allocated one by one (small maps stay small); after
 // that slabs come in 2 MiB groups of 8, huge-page aligned.
-class EntryArena {
+class EntryArenaCore {
  public:
   static constexpr unsigned kGranuleShift = 3;
   static constexpr std::uint32_t kGranule = 1u << kGranuleShift;
@@ -66,22 +90,10 @@ class EntryArena {
   static_assert(std::size_t{kGroupSlabs} * kSlabBytes == kHugePageBytes);
   static_assert(kSmallSlabs % kGroupSlabs == 0, "groups start aligned");
 
-  explicit EntryArena(IndexAllocator* allocator) noexcept
+  explicit EntryArenaCore(IndexAllocator* allocator) noexcept
       : allocator_(allocator) {}
-  EntryArena(const EntryArena&) = delete;
-  EntryArena& operator=(const EntryArena&) = delete;
-  EntryArena(EntryArena&& other) noexcept : allocator_(other.allocator_) {
-    Swap(other);
-  }
-  EntryArena& operator=(EntryArena&& other) noexcept {
-    if (this != &other) {
-      Release();
-      allocator_ = other.allocator_;
-      Swap(other);
-    }
-    return *this;
-  }
-  ~EntryArena() { Release(); }
+  EntryArenaCore(const EntryArenaCore&) = delete;
+  EntryArenaCore& operator=(const EntryArenaCore&) = delete;
 
   static constexpr std::uint32_t Granules(std::size_t bytes) noexcept {
     return static_cast<std::uint32_t>((bytes + kGranule - 1) >> kGranuleShift);
@@ -246,6 +258,11 @@ class EntryArena {
     return slabs == kGroupSlabs ? kHugePageBytes : 64;
   }
 
+ protected:
+  ~EntryArenaCore() = default;
+
+ private:
+  // Gives every slab and the directory back; the arena ends empty.
   void Release() noexcept {
     for (std::uint32_t i = 0; i < slab_reserved_;) {
       const std::uint32_t slabs = i < kSmallSlabs ? 1 : kGroupSlabs;
@@ -264,7 +281,8 @@ class EntryArena {
     std::memset(free_heads_, 0, sizeof(free_heads_));
   }
 
-  void Swap(EntryArena& other) noexcept {
+  // Exchanges everything but the allocator.
+  void Swap(EntryArenaCore& other) noexcept {
     std::swap(slabs_, other.slabs_);
     std::swap(slab_count_, other.slab_count_);
     std::swap(slab_reserved_, other.slab_reserved_);
@@ -286,13 +304,17 @@ class EntryArena {
   std::size_t live_bytes_ = 0;
   std::size_t free_bytes_ = 0;
   std::uint32_t free_heads_[kClasses] = {};
+
+  friend class OwnedRegion<EntryArenaCore>;
 };
+
+using EntryArena = OwnedRegion<EntryArenaCore>;
 
 // Overflow buckets in 32 KiB chunks of 512; id = (chunk << 9) | index, id 0
 // never issued. Free buckets are threaded through their child word. Reserve()
 // is the only call that allocates, so a rehash step can plan its buckets
 // first and then move handles without any chance of failure.
-class BucketPool {
+class BucketPoolCore {
  public:
   static constexpr unsigned kChunkShift = 9;
   static constexpr std::uint32_t kChunkBuckets = 1u << kChunkShift;
@@ -301,22 +323,10 @@ class BucketPool {
   // NOLINTNEXTLINE(bugprone-sizeof-expression): the size of a pointer, meant
   static constexpr std::size_t kChunkPointerBytes = sizeof(Bucket*);
 
-  explicit BucketPool(IndexAllocator* allocator) noexcept
+  explicit BucketPoolCore(IndexAllocator* allocator) noexcept
       : allocator_(allocator) {}
-  BucketPool(const BucketPool&) = delete;
-  BucketPool& operator=(const BucketPool&) = delete;
-  BucketPool(BucketPool&& other) noexcept : allocator_(other.allocator_) {
-    Swap(other);
-  }
-  BucketPool& operator=(BucketPool&& other) noexcept {
-    if (this != &other) {
-      Release();
-      allocator_ = other.allocator_;
-      Swap(other);
-    }
-    return *this;
-  }
-  ~BucketPool() { Release(); }
+  BucketPoolCore(const BucketPoolCore&) = delete;
+  BucketPoolCore& operator=(const BucketPoolCore&) = delete;
 
   Bucket& Get(std::uint32_t id) const noexcept {
     return chunks_[id >> kChunkShift][id & (kChunkBuckets - 1)];
@@ -419,7 +429,11 @@ class BucketPool {
            chunk_capacity_ * kChunkPointerBytes;
   }
 
+ protected:
+  ~BucketPoolCore() = default;
+
  private:
+  // Gives every chunk and the directory back; the pool ends empty.
   void Release() noexcept {
     for (std::uint32_t i = 0; i < chunk_count_; ++i) {
       allocator_->Deallocate(chunks_[i], kChunkBuckets * sizeof(Bucket),
@@ -435,7 +449,8 @@ class BucketPool {
     free_count_ = used_count_ = 0;
   }
 
-  void Swap(BucketPool& other) noexcept {
+  // Exchanges everything but the allocator.
+  void Swap(BucketPoolCore& other) noexcept {
     std::swap(chunks_, other.chunks_);
     std::swap(chunk_count_, other.chunk_count_);
     std::swap(chunk_capacity_, other.chunk_capacity_);
@@ -451,7 +466,11 @@ class BucketPool {
   std::uint32_t free_head_ = 0;
   std::size_t free_count_ = 0;
   std::size_t used_count_ = 0;
+
+  friend class OwnedRegion<BucketPoolCore>;
 };
+
+using BucketPool = OwnedRegion<BucketPoolCore>;
 
 // Bucket array of one table, 2^exponent buckets, zeroed.
 struct Table {
