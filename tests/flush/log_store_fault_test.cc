@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "testing/alloc_counter.h"
 #include "testing/fault_env.h"
+#include "testing/fault_sweep.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -33,6 +34,7 @@ namespace {
 using testing::CutMode;
 using testing::EnvCall;
 using testing::FaultEnv;
+using testing::SweepTally;
 
 constexpr char kStore[] = "/sim/store";
 constexpr std::uint32_t kDatabases = 2;
@@ -235,30 +237,6 @@ std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending,
   return wrong;
 }
 
-struct SweepTally {
-  explicit SweepTally(const char* sweep) : name(sweep) {}
-  const char* name;
-  std::size_t cases = 0;
-  std::size_t acknowledged_checked = 0;
-  std::vector<std::string> failures;
-
-  void Add(std::string label, const WorkloadRun& run, std::string failure) {
-    ++cases;
-    acknowledged_checked += run.acknowledged_checked;
-    if (!failure.empty()) failures.push_back(label + ": " + failure);
-  }
-  void Report() const {
-    std::printf(
-        "[ sweep    ] LogStore %s: %zu cases, %zu acknowledged "
-        "mutations checked, %zu lost or unopenable\n",
-        name, cases, acknowledged_checked, failures.size());
-    for (std::size_t i = 0; i < failures.size() && i < 8; ++i) {
-      ADD_FAILURE() << failures[i];
-    }
-    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << cases;
-  }
-};
-
 constexpr std::uint64_t kSeed = 7;
 constexpr int kErrors[] = {EIO, ENOSPC, EDQUOT};
 // TSan runs these single-threaded sweeps about 50 times slower than a
@@ -284,16 +262,19 @@ Counts CountHealthyRun() {
 
 TEST(LogStoreFaultTest, EveryCallFailedInTurn) {
   const Counts counts = CountHealthyRun();
-  SweepTally tally("every call failed");
+  SweepTally tally("LogStore", "every call failed");
   for (std::uint64_t i = 1; i <= counts.calls; i += kStride) {
     for (Ending ending : {Ending::kKill, Ending::kPowerCut}) {
       FaultEnv env(i);
       env.FailCall(i, kErrors[i % 3]);
       WorkloadRun run;
       RunWorkload(&env, kSeed, &run);
+      const std::string failure =
+          Finish(&env, &run, ending, CutMode::kDropUnsynced);
+
       tally.Add("call " + std::to_string(i) +
                     (ending == Ending::kKill ? " then kill" : " then cut"),
-                run, Finish(&env, &run, ending, CutMode::kDropUnsynced));
+                run.acknowledged_checked, failure);
     }
   }
   std::printf("[ sweep    ] the workload makes %llu calls\n",
@@ -303,15 +284,17 @@ TEST(LogStoreFaultTest, EveryCallFailedInTurn) {
 
 TEST(LogStoreFaultTest, EveryWriteTornInTurn) {
   const Counts counts = CountHealthyRun();
-  SweepTally tally("every write torn");
+  SweepTally tally("LogStore", "every write torn");
   for (std::uint64_t i = 1; i <= counts.writes; i += kStride) {
     FaultEnv env(i);
     std::mt19937_64 rng(i);
     env.TearWrite(i, rng() % 6000);
     WorkloadRun run;
     RunWorkload(&env, kSeed, &run);
-    tally.Add("write " + std::to_string(i), run,
-              Finish(&env, &run, Ending::kPowerCut, kModes[i % 3]));
+    const std::string failure =
+        Finish(&env, &run, Ending::kPowerCut, kModes[i % 3]);
+
+    tally.Add("write " + std::to_string(i), run.acknowledged_checked, failure);
   }
   std::printf("[ sweep    ] the workload makes %llu writes\n",
               static_cast<unsigned long long>(counts.writes));
@@ -320,16 +303,18 @@ TEST(LogStoreFaultTest, EveryWriteTornInTurn) {
 
 TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
   const Counts counts = CountHealthyRun();
-  SweepTally tally("power cut");
+  SweepTally tally("LogStore", "power cut");
   for (std::uint64_t i = 1; i <= counts.syncs; i += kStride) {
     for (CutMode mode : kModes) {
       FaultEnv env(i);
       env.CutAfterSync(i, mode);
       WorkloadRun run;
       RunWorkload(&env, kSeed, &run);
+      const std::string failure = Finish(&env, &run, Ending::kPowerCut, mode);
+
       tally.Add("cut after sync " + std::to_string(i) + " (" +
                     testing::CutModeName(mode) + ")",
-                run, Finish(&env, &run, Ending::kPowerCut, mode));
+                run.acknowledged_checked, failure);
     }
   }
   const auto random_cuts =
@@ -342,9 +327,11 @@ TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
     env.CutAtCall(at, mode);
     WorkloadRun run;
     RunWorkload(&env, kSeed, &run);
+    const std::string failure = Finish(&env, &run, Ending::kPowerCut, mode);
+
     tally.Add("cut at call " + std::to_string(at) + " (" +
                   testing::CutModeName(mode) + ")",
-              run, Finish(&env, &run, Ending::kPowerCut, mode));
+              run.acknowledged_checked, failure);
   }
   std::printf("[ sweep    ] the workload makes %llu syncs\n",
               static_cast<unsigned long long>(counts.syncs));
@@ -362,7 +349,7 @@ TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
     RunWorkload(&healthy, kSeed, &run);
   }
   const std::vector<EnvCall> journal = healthy.journal();
-  SweepTally tally("failed sync, then cut");
+  SweepTally tally("LogStore", "failed sync, then cut");
   constexpr std::uint64_t kWindow = 12;
   std::uint64_t syncs = 0;
   for (std::uint64_t at = 1; at <= journal.size(); ++at) {
@@ -373,11 +360,12 @@ TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
       env.CutAtCall(at + later, CutMode::kGarbageUnsynced);
       WorkloadRun run;
       RunWorkload(&env, kSeed, &run);
-      tally.Add(
-          "sync at call " + std::to_string(at) + " failed, cut " +
-              std::to_string(later) + " calls later",
-          run,
-          Finish(&env, &run, Ending::kPowerCut, CutMode::kGarbageUnsynced));
+      const std::string failure =
+          Finish(&env, &run, Ending::kPowerCut, CutMode::kGarbageUnsynced);
+
+      tally.Add("sync at call " + std::to_string(at) + " failed, cut " +
+                    std::to_string(later) + " calls later",
+                run.acknowledged_checked, failure);
     }
   }
   tally.Report();

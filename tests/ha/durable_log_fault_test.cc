@@ -21,6 +21,7 @@
 #include "cairn/ha/file_durable_log.h"
 #include "gtest/gtest.h"
 #include "testing/fault_env.h"
+#include "testing/fault_sweep.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -29,6 +30,7 @@ namespace {
 using testing::CutMode;
 using testing::EnvCall;
 using testing::FaultEnv;
+using testing::SweepTally;
 
 constexpr char kLog[] = "/sim/durable.log";
 
@@ -167,30 +169,6 @@ std::string Finish(FaultEnv* env, WorkloadRun* run, std::size_t* acknowledged,
   return run->failure;
 }
 
-struct SweepTally {
-  explicit SweepTally(const char* sweep) : name(sweep) {}
-  const char* name;
-  std::size_t cases = 0;
-  std::size_t acknowledged_checked = 0;
-  std::vector<std::string> failures;
-
-  void Add(std::string label, const WorkloadRun& run, std::string failure) {
-    ++cases;
-    acknowledged_checked += run.acknowledged_checked;
-    if (!failure.empty()) failures.push_back(label + ": " + failure);
-  }
-  void Report() const {
-    std::printf(
-        "[ sweep    ] FileDurableLog %s: %zu cases, %zu acknowledged "
-        "records checked, %zu lost or unopenable\n",
-        name, cases, acknowledged_checked, failures.size());
-    for (std::size_t i = 0; i < failures.size() && i < 8; ++i) {
-      ADD_FAILURE() << failures[i];
-    }
-    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << cases;
-  }
-};
-
 constexpr std::uint64_t kSeed = 11;
 constexpr int kErrors[] = {EIO, ENOSPC, EDQUOT};
 // TSan runs these single-threaded sweeps about 50 times slower than a
@@ -229,14 +207,14 @@ Counts CountHealthyRun() {
 
 TEST(DurableLogFaultTest, EveryCallFailedInTurn) {
   const std::uint64_t calls = CountHealthyRun().calls;
-  SweepTally tally("every call failed");
+  SweepTally tally("FileDurableLog", "every call failed");
   for (std::uint64_t i = 1; i <= calls; i += kStride) {
     for (Ending ending : {Ending::kKill, Ending::kPowerCut}) {
       WorkloadRun run;
       std::string failure = RunCase(
           i, [&](FaultEnv& env) { env.FailCall(i, kErrors[i % 3]); }, ending,
           CutMode::kDropUnsynced, &run);
-      tally.Add("call " + std::to_string(i), run, std::move(failure));
+      tally.Add("call " + std::to_string(i), run.acknowledged_checked, failure);
     }
   }
   std::printf("[ sweep    ] the workload makes %llu calls\n",
@@ -246,7 +224,7 @@ TEST(DurableLogFaultTest, EveryCallFailedInTurn) {
 
 TEST(DurableLogFaultTest, EveryWriteTornInTurn) {
   const std::uint64_t writes = CountHealthyRun().writes;
-  SweepTally tally("every write torn");
+  SweepTally tally("FileDurableLog", "every write torn");
   for (std::uint64_t i = 1; i <= writes; i += kStride) {
     WorkloadRun run;
     std::mt19937_64 rng(i);
@@ -254,7 +232,7 @@ TEST(DurableLogFaultTest, EveryWriteTornInTurn) {
     std::string failure = RunCase(
         i, [&](FaultEnv& env) { env.TearWrite(i, keep); }, Ending::kPowerCut,
         kModes[i % 3], &run);
-    tally.Add("write " + std::to_string(i), run, std::move(failure));
+    tally.Add("write " + std::to_string(i), run.acknowledged_checked, failure);
   }
   std::printf("[ sweep    ] the workload makes %llu writes\n",
               static_cast<unsigned long long>(writes));
@@ -263,7 +241,7 @@ TEST(DurableLogFaultTest, EveryWriteTornInTurn) {
 
 TEST(DurableLogFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
   const Counts healthy = CountHealthyRun();
-  SweepTally tally("power cut");
+  SweepTally tally("FileDurableLog", "power cut");
   for (std::uint64_t i = 1; i <= healthy.syncs; i += kStride) {
     for (CutMode mode : kModes) {
       WorkloadRun run;
@@ -272,7 +250,7 @@ TEST(DurableLogFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
           Ending::kPowerCut, mode, &run);
       tally.Add("cut after sync " + std::to_string(i) + " (" +
                     testing::CutModeName(mode) + ")",
-                run, std::move(failure));
+                run.acknowledged_checked, failure);
     }
   }
   const auto random_cuts =
@@ -287,7 +265,7 @@ TEST(DurableLogFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
         mode, &run);
     tally.Add("cut at call " + std::to_string(at) + " (" +
                   testing::CutModeName(mode) + ")",
-              run, std::move(failure));
+              run.acknowledged_checked, failure);
   }
   std::printf("[ sweep    ] the workload makes %llu syncs\n",
               static_cast<unsigned long long>(healthy.syncs));

@@ -23,6 +23,7 @@
 #include "directory/directory_testing.h"
 #include "gtest/gtest.h"
 #include "testing/fault_env.h"
+#include "testing/fault_sweep.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -32,6 +33,7 @@ using testing::CutMode;
 using testing::FaultEnv;
 using testing::Key;
 using testing::Sized;
+using testing::SweepTally;
 using Dir = GroupDirectory<>;
 using Handle = ObjectHandle<EmptyPayload>;
 using View = ObjectView<EmptyPayload>;
@@ -132,25 +134,6 @@ std::string RunCase(std::uint64_t seed, Arm&& arm, CutMode mode,
                  : "restored neither the old snapshot nor the new one";
 }
 
-struct Tally {
-  explicit Tally(const char* sweep) : name(sweep) {}
-  const char* name;
-  std::size_t cases = 0;
-  std::vector<std::string> failures;
-  void Add(const std::string& label, std::string failure) {
-    ++cases;
-    if (!failure.empty()) failures.push_back(label + ": " + failure);
-  }
-  void Report() const {
-    std::printf("[ sweep    ] snapshot %s: %zu cases, %zu lost or unreadable\n",
-                name, cases, failures.size());
-    for (std::size_t i = 0; i < failures.size() && i < 8; ++i) {
-      ADD_FAILURE() << failures[i];
-    }
-    EXPECT_TRUE(failures.empty());
-  }
-};
-
 struct Counts {
   std::uint64_t calls, writes, syncs;
 };
@@ -175,11 +158,14 @@ constexpr CutMode kModes[] = {CutMode::kDropUnsynced, CutMode::kTearUnsynced,
 TEST(SnapshotFaultTest, WriteWithEveryCallFailedTornOrCut) {
   const States states = MakeStates();
   const Counts counts = CountNewSnapshotWrite();
-  Tally failed("write, every call failed"), torn("write, every write torn"),
-      cut("write, power cut at every call and after every sync");
+  SweepTally failed("snapshot", "write, every call failed");
+  SweepTally torn("snapshot", "write, every write torn");
+  SweepTally cut("snapshot",
+                 "write, power cut at every call and after every sync");
   for (std::uint64_t i = 1; i <= counts.calls; ++i) {
     for (CutMode mode : kModes) {
       failed.Add("call " + std::to_string(i),
+                 /*acknowledged_checked=*/1,
                  RunCase(
                      i, [&](FaultEnv& env) { env.FailCall(i, kErrors[i % 3]); },
                      mode, states));
@@ -194,12 +180,14 @@ TEST(SnapshotFaultTest, WriteWithEveryCallFailedTornOrCut) {
     cut.Add(
         "cut at call " + std::to_string(at) + " (seed " + std::to_string(c) +
             ")",
+        /*acknowledged_checked=*/1,
         RunCase(
             c, [&](FaultEnv& env) { env.CutAtCall(at, mode); }, mode, states));
   }
   for (std::uint64_t i = 1; i <= counts.writes; ++i) {
     for (std::size_t keep : {0, 1, 100, 4096}) {
       torn.Add("write " + std::to_string(i),
+               /*acknowledged_checked=*/1,
                RunCase(
                    i, [&](FaultEnv& env) { env.TearWrite(i, keep); },
                    kModes[i % 3], states));
@@ -208,6 +196,7 @@ TEST(SnapshotFaultTest, WriteWithEveryCallFailedTornOrCut) {
   for (std::uint64_t i = 1; i <= counts.syncs; ++i) {
     for (CutMode mode : kModes) {
       cut.Add("cut after sync " + std::to_string(i),
+              /*acknowledged_checked=*/1,
               RunCase(
                   i, [&](FaultEnv& env) { env.CutAfterSync(i, mode); }, mode,
                   states));
@@ -236,7 +225,7 @@ TEST(SnapshotFaultTest, RestoreWithEveryCallFailed) {
   const std::uint64_t before = env.calls();
   ASSERT_TRUE(Restore(&env).ok());
   const std::uint64_t calls = env.calls() - before;
-  Tally tally("restore, every call failed");
+  SweepTally tally("snapshot", "restore, every call failed");
   for (std::uint64_t i = 1; i <= calls; ++i) {
     env.FailCall(i, kErrors[i % 3]);
     Result<Contents> got = Restore(&env);
@@ -245,7 +234,7 @@ TEST(SnapshotFaultTest, RestoreWithEveryCallFailed) {
     if (got.ok() && *got != states.new_state) {
       failure = "restored a partial directory";
     }
-    tally.Add("call " + std::to_string(i), failure);
+    tally.Add("call " + std::to_string(i), 1, failure);
   }
   tally.Report();
 }
