@@ -29,6 +29,7 @@
 #include "cairn/flush/log_store.h"
 #include "flush/crash_ops.h"
 #include "flush/flush_testing.h"
+#include "testing/child_process.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -139,27 +140,11 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
     const std::string fd_arg = std::to_string(fds[1]);
     const char* mode = round % 3 == 2 ? "watermark" : "receipts";
     const char* sync = round % 2 == 0 ? "1" : "0";
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(fds[0]);
-      execl(CAIRN_FLUSH_CRASH_CHILD, CAIRN_FLUSH_CRASH_CHILD, store_dir.c_str(),
-            seed_arg.c_str(), fd_arg.c_str(), mode, sync,
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    testing::ChildProcess child(CAIRN_FLUSH_CRASH_CHILD,
+                                {store_dir, seed_arg, fd_arg, mode, sync},
+                                fds[0]);
+    ASSERT_TRUE(child.started());
     ::close(fds[1]);
-    // However this round ends, the child does not outlive it.
-    struct ChildGuard {
-      pid_t pid;
-      bool reaped = false;
-      ~ChildGuard() {
-        if (reaped) return;
-        ::kill(pid, SIGKILL);
-        int ignored;
-        ::waitpid(pid, &ignored, 0);
-      }
-    } guard{pid};
     // Let it run a random while (often mid-flush), then kill it. Most
     // rounds first wait for its first acknowledged flush, so that slow
     // (sanitizer) builds make progress too; every fourth round may kill
@@ -172,11 +157,8 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
                 static_cast<ssize_t>(sizeof(acked)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 120));
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int wstatus = 0;
-    ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
-    guard.reaped = true;
-    ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
+    ASSERT_TRUE(child.Kill(&wstatus))
         << "the child failed on its own, status " << wstatus;
     std::uint64_t ack;
     while (::read(fds[0], &ack, sizeof(ack)) == sizeof(ack))

@@ -29,6 +29,7 @@
 #include "cairn/directory/durable_log.h"
 #include "cairn/ha/file_durable_log.h"
 #include "ha/durable_log_crash.h"
+#include "testing/child_process.h"
 #include "testing/scratch_dir.h"
 #include "testing/stress.h"
 
@@ -65,27 +66,10 @@ TEST(DurableLogCrashTest, AcknowledgedRecordsSurviveSigkill) {
     // and a cheap step makes a kill between an acknowledgement and its
     // write more likely.
     const char* sync = round % 4 == 0 ? "1" : "0";
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(fds[0]);
-      execl(CAIRN_DURABLE_LOG_CRASH_CHILD, CAIRN_DURABLE_LOG_CRASH_CHILD,
-            path.c_str(), seed_arg.c_str(), fd_arg.c_str(), sync,
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    testing::ChildProcess child(CAIRN_DURABLE_LOG_CRASH_CHILD,
+                                {path, seed_arg, fd_arg, sync}, fds[0]);
+    ASSERT_TRUE(child.started());
     ::close(fds[1]);
-    // However this round ends, the child does not outlive it.
-    struct ChildGuard {
-      pid_t pid;
-      bool reaped = false;
-      ~ChildGuard() {
-        if (reaped) return;
-        ::kill(pid, SIGKILL);
-        int ignored;
-        ::waitpid(pid, &ignored, 0);
-      }
-    } guard{pid};
     // Most rounds wait for the first acknowledgement, so slow (sanitizer)
     // builds make progress, then let the child run a random while; every
     // fourth round may kill it earlier, even while it opens the log. The
@@ -104,11 +88,8 @@ TEST(DurableLogCrashTest, AcknowledgedRecordsSurviveSigkill) {
       ASSERT_EQ(::poll(&poll_fd, 1, 60000), 1) << "no ack within 60 s";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1 + rng() % 25));
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int wstatus = 0;
-    ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
-    guard.reaped = true;
-    ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
+    ASSERT_TRUE(child.Kill(&wstatus))
         << "the child failed on its own, status " << wstatus;
     read_acks();
     ::close(fds[0]);
