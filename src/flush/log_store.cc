@@ -30,7 +30,7 @@ std::int64_t NowNanos() {
 }  // namespace
 
 Result<std::unique_ptr<LogStore>> LogStore::Open(
-    const std::string& dir, const LogStoreOptions& options) {
+    const std::string& store_dir, const LogStoreOptions& options) {
   if (options.partitions == 0 || options.partitions > 65536 ||
       options.databases == 0 || options.databases > 65536) {
     return InvalidArgumentError("partitions and databases must be 1..65536");
@@ -46,25 +46,26 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
         "pass.slice_receipts and max_sealed_blocks must be at least 1");
   }
   Env* const env = Env::OrDefault(options.env);
+  // "a/s/" and "a/s" name one store, whose parent is "a".
+  std::string dir = store_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::string log_path = dir + "/log";
-  Result<bool> log_exists = env->FileExists(log_path);
-  if (!log_exists.ok()) return log_exists.status();
-  const bool created = !*log_exists;
-  if (created) {
-    // A new store's block size is fixed by the log it creates: check that
-    // a record fits before anything reaches the disk.
+  // A new store's block size is fixed by the log it creates: check that a
+  // record fits before anything reaches the disk.
+  auto check_new_log = [&]() -> Status {
     CAIRN_RETURN_IF_ERROR(BlockLog::CheckBlockBytes(options.block_bytes));
     if (LogRecordBytes(options.max_key_bytes, options.max_value_bytes) >
         LogDataBytes(options.block_bytes)) {
       return InvalidArgumentError(
           "max_key_bytes + max_value_bytes do not fit one block");
     }
-  }
-  if (Status made = env->CreateDir(dir); made.ok()) {
-    // The new directory's own entry must be durable before anything in it
-    // is acknowledged, or a crash can take the whole store with it.
-    if (options.sync) CAIRN_RETURN_IF_ERROR(env->SyncDir(DirectoryOf(dir)));
-  } else if (made.code() != StatusCode::kAlreadyExists) {
+    return Status();
+  };
+  Result<bool> log_exists = env->FileExists(log_path);
+  if (!log_exists.ok()) return log_exists.status();
+  if (!*log_exists) CAIRN_RETURN_IF_ERROR(check_new_log());
+  if (Status made = env->CreateDir(dir);
+      !made.ok() && made.code() != StatusCode::kAlreadyExists) {
     return made;
   }
   // One opener at a time, in this process or another.
@@ -75,6 +76,18 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
                                      " is open elsewhere (LOCK is held)");
     }
     return dir_lock.status();
+  }
+  // Decided under the lock: another opener may have made the log meanwhile.
+  log_exists = env->FileExists(log_path);
+  if (!log_exists.ok()) return log_exists.status();
+  const bool created = !*log_exists;
+  if (created) {
+    CAIRN_RETURN_IF_ERROR(check_new_log());
+    // The store directory's own entry must be durable before anything in it
+    // is acknowledged, or a crash can take the whole store with it; synced
+    // whenever the log is new, as an earlier Open may have made the
+    // directory and failed before its sync.
+    if (options.sync) CAIRN_RETURN_IF_ERROR(env->SyncDir(DirectoryOf(dir)));
   }
   BlockLogOptions log_options;
   log_options.block_bytes = options.block_bytes;
@@ -836,7 +849,12 @@ Status LogStore::Flush(FlushReport* report) {
     return FailedPreconditionError("store is closed");
   }
   MutexLock flush_lock(&flush_mu_);
-  return FlushLocked(report);
+  try {
+    return FlushLocked(report);
+  } catch (const std::bad_alloc&) {
+    // In the file layer's error path; nothing more is acknowledged.
+    return ResourceExhaustedError("out of memory flushing the store");
+  }
 }
 
 Status LogStore::CheckpointLocked() {
@@ -872,7 +890,11 @@ Status LogStore::Checkpoint() {
     return FailedPreconditionError("store is closed");
   }
   MutexLock flush_lock(&flush_mu_);
-  return CheckpointLocked();
+  try {
+    return CheckpointLocked();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("out of memory writing the checkpoint");
+  }
 }
 
 Status LogStore::Close() {

@@ -44,11 +44,14 @@ std::string EncodeHeader() {
   return h;
 }
 
-// Whether a whole, checksummed record starts at `at`.
-bool ValidRecordAt(std::string_view file, std::size_t at) {
+// Whether a whole, checksummed record of at most `max_record_bytes` starts
+// at `at`.
+bool ValidRecordAt(std::string_view file, std::size_t at,
+                   std::size_t max_record_bytes) {
   if (file.size() - at < kDurableLogFrameBytes) return false;
   const auto length = LoadFixed<std::uint32_t>(file.data() + at);
-  if (length == 0 || length > file.size() - at - kDurableLogFrameBytes) {
+  if (length == 0 || length > max_record_bytes ||
+      length > file.size() - at - kDurableLogFrameBytes) {
     return false;
   }
   return RecordChecksum(file.substr(at + kDurableLogFrameBytes, length)) ==
@@ -58,10 +61,11 @@ bool ValidRecordAt(std::string_view file, std::size_t at) {
 // The offset of the first valid record after `damaged`, or npos: a torn
 // tail (nothing valid after it) may be cut; damage before a valid record
 // may not, since that record's on_durable may have fired.
-std::size_t NextValidRecord(std::string_view file, std::size_t damaged) {
+std::size_t NextValidRecord(std::string_view file, std::size_t damaged,
+                            std::size_t max_record_bytes) {
   for (std::size_t at = damaged + 1; at + kDurableLogFrameBytes <= file.size();
        ++at) {
-    if (ValidRecordAt(file, at)) return at;
+    if (ValidRecordAt(file, at, max_record_bytes)) return at;
   }
   return std::string_view::npos;
 }
@@ -133,7 +137,7 @@ Status CreateLogFile(Env& env, const std::string& path,
 // Checks an existing log to its end and returns where the next record
 // goes; a damaged tail is cut (and the cut synced) if `truncate` says so.
 Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
-                   std::uint64_t* end) {
+                   std::size_t max_record_bytes, std::uint64_t* end) {
   std::string bytes;
   if (Status read = ReadAll(file, &bytes); !read.ok()) {
     return InDurableLog(read);
@@ -142,16 +146,19 @@ Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
   Status s = Scan(bytes, path, nullptr, &scan);
   if (s.code() == StatusCode::kDataLoss &&
       scan.valid_bytes >= kDurableLogHeaderBytes) {
-    const std::size_t next = NextValidRecord(bytes, scan.valid_bytes);
+    if (!truncate) {
+      return DataLossError(std::string(s.message()) + " (valid prefix " +
+                           std::to_string(scan.valid_bytes) +
+                           " bytes; truncate_damaged_tail drops a torn tail)");
+    }
+    // Probes every offset after the damage, hashing only where a plausible
+    // length starts: about one pass over the tail.
+    const std::size_t next =
+        NextValidRecord(bytes, scan.valid_bytes, max_record_bytes);
     if (next != std::string::npos) {
       return DataLossError(
           std::string(s.message()) + ", and a valid record follows at offset " +
           std::to_string(next) + ": damage inside the log, not a torn tail");
-    }
-    if (!truncate) {
-      return DataLossError(std::string(s.message()) + " (valid prefix " +
-                           std::to_string(scan.valid_bytes) +
-                           " bytes; truncate_damaged_tail drops the rest)");
     }
     Status cut = file.Truncate(scan.valid_bytes);
     if (cut.ok()) cut = file.Sync();
@@ -209,8 +216,9 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
       env.NewFile(path, FileOpenMode::kReadWrite);
   if (existing.ok()) {
     file = std::move(existing).value();
-    CAIRN_RETURN_IF_ERROR(
-        OpenLogFile(*file, path, options.truncate_damaged_tail, &end));
+    CAIRN_RETURN_IF_ERROR(OpenLogFile(*file, path,
+                                      options.truncate_damaged_tail,
+                                      options.max_record_bytes, &end));
     if (options.sync) {
       // What the scan found may sit only in the page cache (an earlier
       // writer's sync failed): make it and the log's name durable before

@@ -427,6 +427,30 @@ TEST(LogStoreFaultTest, SecondOpenerIsRefused) {
   EXPECT_TRUE(LogStore::Open(kStore, Options(&env, true)).ok());
 }
 
+// The first Open makes the store directory and fails to sync its parent;
+// the retry finds the directory there and must still sync the parent, or a
+// power cut takes the store, and what its Flush acknowledged, with it. A
+// trailing slash names the same store.
+TEST(LogStoreFaultTest, RetriedOpenStillSyncsTheNewDirectorysEntry) {
+  FaultEnv env;
+  env.FailCall(1, EIO, EnvCall::kSyncDir);
+  EXPECT_FALSE(LogStore::Open(kStore, Options(&env, true)).ok());
+  {
+    auto opened =
+        LogStore::Open(std::string(kStore) + "/", Options(&env, true));
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    ASSERT_TRUE((*opened)->Set(0, "k", "v").ok());
+    ASSERT_TRUE((*opened)->Flush().ok());
+    env.PowerCut(CutMode::kDropUnsynced);
+  }
+  env.Reboot();
+  auto reopened = LogStore::Open(kStore, Options(&env, true));
+  ASSERT_TRUE(reopened.ok()) << reopened.status().message();
+  std::string value;
+  EXPECT_TRUE((*reopened)->Get(0, "k", &value).ok());
+  EXPECT_FALSE((*reopened)->recovery().created);
+}
+
 // The first write of a new store (the log header) fails: no half-made log
 // is left behind, and the next Open makes a good one.
 TEST(LogStoreFaultTest, FailedLogHeaderLeavesNoLog) {

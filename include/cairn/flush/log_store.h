@@ -125,10 +125,12 @@ class LogStore {
   // damaged log or checkpoint (a record failing its checksum below a
   // durable boundary, a missing block followed by present ones, a log
   // shorter than the checkpoint names, not a cairn log);
-  // kFailedPrecondition for another format version; the Env's error for
-  // I/O (kInternal with errno text, kResourceExhausted for a full disk,
-  // kNotFound if the parent of `dir` does not exist). On error nothing was
-  // changed on disk.
+  // kFailedPrecondition for another format version or when another opener
+  // holds `dir`/LOCK; the Env's error for I/O (kInternal with errno text,
+  // kResourceExhausted for a full disk, kNotFound if the parent of `dir`
+  // does not exist). On error no record was changed, but `dir`, its LOCK
+  // file and an empty new log (or log.tmp) may have been made, and a torn
+  // tail may have been cut.
   static Result<std::unique_ptr<LogStore>> Open(const std::string& dir,
                                                 const LogStoreOptions& options);
 
