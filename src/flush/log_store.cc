@@ -115,9 +115,9 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   // store that failed to open writes nothing.
   CAIRN_RETURN_IF_ERROR(store->Recover());
   if (!created && options.sync) {
-    // What recovery found may sit only in the page cache (a previous open
-    // failed between a write and its sync): make it durable before anything
-    // is built on it, the log's bytes and both directory entries.
+    // What recovery found may not be synced (an earlier process died
+    // between a write and its sync): make it durable before anything is
+    // built on it, the log's bytes and both directory entries.
     CAIRN_RETURN_IF_ERROR(store->log_->Sync());
     CAIRN_RETURN_IF_ERROR(env->SyncDir(dir));
     CAIRN_RETURN_IF_ERROR(env->SyncDir(DirectoryOf(dir)));

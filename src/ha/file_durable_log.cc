@@ -220,9 +220,9 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
                                       options.truncate_damaged_tail,
                                       options.max_record_bytes, &end));
     if (options.sync) {
-      // What the scan found may sit only in the page cache (an earlier
-      // writer's sync failed): make it and the log's name durable before
-      // anything is appended after it.
+      // What the scan found may not be synced (an earlier writer died
+      // between its write and its sync): make it and the log's name durable
+      // before anything is appended after it.
       Status synced = file->Sync();
       if (synced.ok()) synced = env.SyncDir(DirectoryOf(path));
       if (!synced.ok()) return InDurableLog(synced);
