@@ -22,7 +22,7 @@ Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
   }
   const auto op = LoadFixed<std::uint8_t>(p + 1);
   if (op < static_cast<std::uint8_t>(DurableOp::kCreate) ||
-      op > static_cast<std::uint8_t>(DurableOp::kEvict) ||
+      op > static_cast<std::uint8_t>(DurableOp::kTenantRemove) ||
       LoadFixed<std::uint16_t>(p + 2) != 0) {
     return DataLossError("durable record with an unknown op");
   }
@@ -35,8 +35,27 @@ Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
   if (name_bytes > body.size() - at) {
     return DataLossError("durable record group name past its end");
   }
-  out->group_name = body.substr(at, name_bytes);
+  const std::string_view name = body.substr(at, name_bytes);
   at += name_bytes;
+  if (out->op == DurableOp::kTenantCreate ||
+      out->op == DurableOp::kTenantRemove) {
+    if (count != 0 || out->group != kNoGroup || name.empty()) {
+      return DataLossError("durable tenant record with objects or no name");
+    }
+    out->tenant_name = name;
+    if (out->op == DurableOp::kTenantCreate) {
+      if (body.size() - at < sizeof(std::uint64_t)) {
+        return DataLossError("durable tenant record past its end");
+      }
+      out->quota_limit_bytes = LoadFixed<std::uint64_t>(body.data() + at);
+      at += sizeof(std::uint64_t);
+    }
+    if (at != body.size()) {
+      return DataLossError("durable record with trailing bytes");
+    }
+    return Status::Ok();
+  }
+  out->group_name = name;
   // Every object takes at least its header: a count that cannot fit is
   // damage, caught before reserving memory for it.
   if (count > (body.size() - at) / kDurableObjectHeaderBytes) {

@@ -416,9 +416,47 @@ TEST(DurableLogTest, DecodeRejectsDamagedRecords) {
   bad_op[1] = 99;
   EXPECT_EQ(DecodeDurableRecord(bad_op, &v).code(), StatusCode::kDataLoss);
   std::string bad_version = body;
-  bad_version[0] = 2;
+  bad_version[0] = 1;  // the format before tenant records
   EXPECT_EQ(DecodeDurableRecord(bad_version, &v).code(),
             StatusCode::kFailedPrecondition);
+}
+
+TEST(DurableLogTest, TenantRecordsRoundTripAndRejectDamage) {
+  std::string create;
+  EncodeDurableTenantRecord(DurableOp::kTenantCreate, 9, "acme", 4096, &create);
+  EXPECT_EQ(create.size(), DurableTenantRecordBytes(4));
+  DurableRecordView v;
+  ASSERT_TRUE(DecodeDurableRecord(create, &v).ok());
+  EXPECT_EQ(v.op, DurableOp::kTenantCreate);
+  EXPECT_EQ(v.tenant, 9u);
+  EXPECT_EQ(v.tenant_name, "acme");
+  EXPECT_EQ(v.quota_limit_bytes, 4096u);
+  EXPECT_TRUE(v.objects.empty());
+  std::string remove;
+  EncodeDurableTenantRecord(DurableOp::kTenantRemove, 9, "acme", 0, &remove);
+  ASSERT_TRUE(DecodeDurableRecord(remove, &v).ok());
+  EXPECT_EQ(v.op, DurableOp::kTenantRemove);
+  EXPECT_EQ(v.tenant_name, "acme");
+  for (std::size_t n = 0; n < create.size(); ++n) {
+    EXPECT_EQ(DecodeDurableRecord(create.substr(0, n), &v).code(),
+              StatusCode::kDataLoss)
+        << n;
+  }
+  EXPECT_EQ(DecodeDurableRecord(remove + "x", &v).code(),
+            StatusCode::kDataLoss);
+  // A tenant record naming objects, a group or no tenant is damage.
+  std::string with_objects;
+  BeginDurableRecord(DurableOp::kTenantRemove, 9, kNoGroup, "acme", 1,
+                     &with_objects);
+  AddDurableObject(DurableObjectState{}, "", &with_objects);
+  EXPECT_EQ(DecodeDurableRecord(with_objects, &v).code(),
+            StatusCode::kDataLoss);
+  std::string nameless;
+  EncodeDurableTenantRecord(DurableOp::kTenantRemove, 9, "", 0, &nameless);
+  EXPECT_EQ(DecodeDurableRecord(nameless, &v).code(), StatusCode::kDataLoss);
+  std::string grouped;
+  BeginDurableRecord(DurableOp::kTenantRemove, 9, 3, "acme", 0, &grouped);
+  EXPECT_EQ(DecodeDurableRecord(grouped, &v).code(), StatusCode::kDataLoss);
 }
 
 }  // namespace

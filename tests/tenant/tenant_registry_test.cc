@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cairn/directory/durable_log.h"
 #include "directory/directory_testing.h"
 #include "testing/alloc_counter.h"
 #include "testing/directory_peer.h"
@@ -331,6 +332,63 @@ TEST(TenantRegistryTest, E6StalledRegistryReaderDoesNotDelayRouteReclamation) {
   release.store(true, std::memory_order_release);
   stalled.join();
   EXPECT_TRUE(registry.registry_domain().Barrier(std::chrono::seconds(5)).ok());
+}
+
+// H1 for the registry: tenant creations and removals are logged before they
+// are published, the default tenant's creation is not, tenant directories
+// inherit the registry's log, and a refused record publishes nothing.
+TEST(TenantRegistryTest,
+     H1TenantChangesAreLoggedAndARefusedRecordPublishesNothing) {
+  InMemoryDurableLog log;
+  RegistryOptions options;
+  options.durable_log = &log;
+  Registry registry(options);
+  EXPECT_TRUE(log.records().empty());  // the default tenant is not logged
+  auto factory = [](std::string_view) -> Result<TenantOptions> {
+    TenantOptions o;
+    o.quota_limit_bytes = 777;
+    return o;
+  };
+  // The record is appended before the snapshot naming the tenant is
+  // published: a hook inside Append cannot find it yet.
+  bool visible_at_append = true;
+  log.set_on_append(
+      [&](std::string_view) { visible_at_append = registry.Find("t").ok(); });
+  auto t = registry.GetOrCreate("t", factory);
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(visible_at_append);
+  log.set_on_append(nullptr);
+  ASSERT_TRUE(t.value()->directory().Create("k").ok());  // inherits the log
+  ASSERT_TRUE(registry.Remove("t", t.value()->instance_id()).ok());
+  const auto bodies = log.durable_bodies();
+  ASSERT_EQ(bodies.size(), 3u);
+  DurableRecordView v;
+  ASSERT_TRUE(DecodeDurableRecord(bodies[0], &v).ok());
+  EXPECT_EQ(v.op, DurableOp::kTenantCreate);
+  EXPECT_EQ(v.tenant_name, "t");
+  EXPECT_EQ(v.tenant, t.value()->instance_id());
+  EXPECT_EQ(v.quota_limit_bytes, 777u);
+  ASSERT_TRUE(DecodeDurableRecord(bodies[1], &v).ok());
+  EXPECT_EQ(v.op, DurableOp::kCreate);
+  EXPECT_EQ(v.tenant, t.value()->instance_id());
+  ASSERT_TRUE(DecodeDurableRecord(bodies[2], &v).ok());
+  EXPECT_EQ(v.op, DurableOp::kTenantRemove);
+
+  log.FailReserve(UnavailableError("log down"));
+  EXPECT_EQ(registry.GetOrCreate("u", factory).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_FALSE(registry.Find("u").ok());
+  log.FailAppend(UnavailableError("log down"));
+  EXPECT_EQ(registry.GetOrCreate("u", factory).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_FALSE(registry.Find("u").ok());
+  auto u = registry.GetOrCreate("u", factory);  // a later call retries
+  ASSERT_TRUE(u.ok());
+  log.FailReserve(UnavailableError("log down"));
+  EXPECT_EQ(registry.Remove("u", u.value()->instance_id()).code(),
+            StatusCode::kUnavailable);
+  EXPECT_TRUE(registry.Find("u").ok());
+  EXPECT_EQ(log.open_reservations(), 0u);
 }
 
 TEST(TenantRegistryTest, BadInputIsRejected) {

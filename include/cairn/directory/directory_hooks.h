@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -88,6 +89,30 @@ class DirectoryHooks {
       std::size_t expected_members = 0) {
     return dir.EvictIfUnchanged(candidate, census_version, allow_soft_pinned,
                                 out, expected_members);
+  }
+
+  // Log replay (cairn/ha/replay.h). Neither step is logged to the
+  // directory's durable log: the change is already in a log.
+  //
+  // Erases `key` if it is routed as object `id`, whatever its lease (the
+  // primary already decided). kNotFound if it is not. Locks as Erase.
+  template <typename Directory>
+  static Status ReplayErase(Directory& dir, std::string_view key, ObjectId id) {
+    return dir.ReplayErase(key, id);
+  }
+  // Gives the object routed under `key` as `id` a logged post-state:
+  // version, size and counted bytes (its quota charge moves by the
+  // difference, admitted once already, so never refused) and, if `payload`
+  // is not null, the payload. A state older than the object's (a lower
+  // version) is skipped: the object already reflects a later record. kOk
+  // (applied or skipped), kNotFound (not routed as `id`). Locks the object.
+  template <typename Directory>
+  static Status ReplayUpdate(Directory& dir, std::string_view key, ObjectId id,
+                             std::uint64_t version, std::uint64_t size_bytes,
+                             std::uint64_t counted_bytes,
+                             typename Directory::PayloadType* payload) {
+    return dir.ReplayUpdate(key, id, version, size_bytes, counted_bytes,
+                            payload);
   }
 };
 

@@ -94,12 +94,14 @@ class DurableLog {
 
 // What a record says happened.
 enum class DurableOp : std::uint8_t {
-  kCreate = 1,      // one object became kActive (Create)
-  kCommit = 2,      // a two-phase put became kActive (Commit)
-  kUpsert = 3,      // an active object took its staged state (CommitUpsert)
-  kErase = 4,       // one object was removed (Erase, EraseIfMatch)
-  kEraseGroup = 5,  // every member of a group was removed (EraseGroup)
-  kEvict = 6,       // an eviction commit removed an object or whole group
+  kCreate = 1,        // one object became kActive (Create)
+  kCommit = 2,        // a two-phase put became kActive (Commit)
+  kUpsert = 3,        // an active object took its staged state (CommitUpsert)
+  kErase = 4,         // one object was removed (Erase, EraseIfMatch)
+  kEraseGroup = 5,    // every member of a group was removed (EraseGroup)
+  kEvict = 6,         // an eviction commit removed an object or whole group
+  kTenantCreate = 7,  // a registry published a tenant instance (GetOrCreate)
+  kTenantRemove = 8,  // a registry removed a tenant instance (Remove)
 };
 
 // One object's post-state in a record. For removals it is the state the
@@ -123,11 +125,16 @@ struct DurableRecordView {
   GroupId group = kNoGroup;
   std::string_view group_name;  // empty for a singleton
   std::vector<DurableObjectState> objects;
+  // kTenantCreate and kTenantRemove only (no objects, no group).
+  std::string_view tenant_name;
+  std::uint64_t quota_limit_bytes = 0;  // kTenantCreate: the account's limit
 };
 
-inline constexpr std::uint32_t kDurableRecordVersion = 1;
+inline constexpr std::uint32_t kDurableRecordVersion = 2;
 // version u8 | op u8 | reserved u16 | count u32 | tenant u64 | group u64 |
-// group name length u32, then the name.
+// name length u32, then the name: the group's for an object record, the
+// tenant's for a tenant record. A kTenantCreate record then holds its quota
+// limit u64; a tenant record holds no objects.
 inline constexpr std::size_t kDurableRecordHeaderBytes = 28;
 // object u64 | version u64 | size u64 | counted u64 | flags u32 | key length
 // u32 | payload length u32, then the key and the payload.
@@ -156,6 +163,12 @@ struct DurablePayloadCodec {
   static constexpr bool kLogsPayload = false;
   static void Encode(const Payload&, std::string*) {}
 };
+// Replay (cairn/ha/replay.h) rebuilds logged payloads with a Decode the
+// specialisation adds:
+//   static Result<MyPayload> Decode(std::string_view bytes);
+// An error stops the replay at that record (kDataLoss is the usual code).
+// Without payload logging a replayed object gets a default-constructed
+// payload (an object the snapshot holds keeps the snapshot's).
 
 // Writes a record header for `count` objects to *out (appending).
 inline void BeginDurableRecord(DurableOp op, TenantInstanceId tenant,
@@ -189,6 +202,24 @@ inline void AddDurableObject(const DurableObjectState& state,
   PutFixed<std::uint32_t>(out, static_cast<std::uint32_t>(bytes.size()));
   out->append(state.key);
   out->append(bytes);
+}
+
+// Bytes of a tenant record for a name of `name_bytes`.
+constexpr std::size_t DurableTenantRecordBytes(
+    std::size_t name_bytes) noexcept {
+  return kDurableRecordHeaderBytes + name_bytes + sizeof(std::uint64_t);
+}
+
+// Writes a whole tenant record to *out (appending): kTenantCreate carries
+// `quota_limit_bytes`, kTenantRemove ignores it.
+inline void EncodeDurableTenantRecord(DurableOp op, TenantInstanceId instance,
+                                      std::string_view name,
+                                      std::uint64_t quota_limit_bytes,
+                                      std::string* out) {
+  BeginDurableRecord(op, instance, kNoGroup, name, 0, out);
+  if (op == DurableOp::kTenantCreate) {
+    base_internal::PutFixed<std::uint64_t>(out, quota_limit_bytes);
+  }
 }
 
 // Decodes a record body. kDataLoss if it is truncated, has trailing bytes,

@@ -1350,6 +1350,44 @@ class GroupDirectory {
     log->Finalize(tokens);
   }
 
+  // ---- log replay hooks (DirectoryHooks) ----
+
+  Status ReplayErase(std::string_view key, ObjectId id) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    LogStep unlogged(nullptr, options_.tenant_instance);
+    EraseOptions force;
+    force.force = true;
+    return EraseRouted(key, force, Lifecycle::kActive,
+                       std::numeric_limits<std::int64_t>::max(), &unlogged,
+                       [id](const Entry& routed) { return routed.id() == id; });
+  }
+
+  Status ReplayUpdate(std::string_view key, ObjectId id, std::uint64_t version,
+                      std::uint64_t size_bytes, std::uint64_t counted_bytes,
+                      Payload* payload) {
+    Status refused;
+    auto update = [&](Access& access) {
+      Entry& e = access.entry_;
+      e.mu_.AssertHeld();
+      if (version < e.version_.load(std::memory_order_relaxed)) return;
+      const std::uint64_t held = e.counted_bytes();
+      if (counted_bytes != held && options_.quota != nullptr) {
+        // Q2: the account moves by the difference; the primary admitted it.
+        refused = counted_bytes > held
+                      ? options_.quota->ForceCharge(counted_bytes - held)
+                      : RefundQuota(held - counted_bytes);
+        if (!refused.ok()) return;
+      }
+      e.counted_bytes_.store(counted_bytes, std::memory_order_relaxed);
+      e.size_bytes_ = size_bytes;
+      e.version_.store(version, std::memory_order_relaxed);
+      if (payload != nullptr) e.payload_ = std::move(*payload);
+    };
+    Status s = LookupToken<true>(key, ObjectToken{options_.tenant_instance, id},
+                                 update);
+    return s.ok() ? refused : s;
+  }
+
   // ---- quota ledger (Q1-Q3) ----
 
   Status ChargeQuota(std::uint64_t bytes) {

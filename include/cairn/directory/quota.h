@@ -69,6 +69,23 @@ class QuotaAccount {
     }
   }
 
+  // Adds `bytes` past the limit and past closed admission: for a change the
+  // account admitted once already (a restored or replayed object). Errors,
+  // nothing charged: kInvalidArgument if the sum would overflow 63 bits.
+  Status ForceCharge(std::uint64_t bytes) {
+    std::uint64_t state = state_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (bytes > kUnlimited - (state & ~kClosedBit)) {
+        return InvalidArgumentError("quota charge overflows");
+      }
+      if (state_.compare_exchange_weak(state, state + bytes,
+                                       std::memory_order_relaxed,
+                                       std::memory_order_relaxed)) {
+        return Status::Ok();
+      }
+    }
+  }
+
   // Subtracts `bytes`. A release larger than what is charged is a ledger
   // mismatch: kFailedPrecondition, and nothing changes (Q2). Code-only
   // status; lock-free; works while admission is closed.

@@ -53,6 +53,7 @@
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
+#include "cairn/directory/durable_log.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/quota.h"
 #include "cairn/epoch/epoch_domain.h"
@@ -129,6 +130,12 @@ struct RegistryOptions {
   std::string default_tenant = "default";
   TenantOptions default_tenant_options;
   std::size_t max_name_bytes = 256;
+  // The durable log (H1, docs/durable_log.md) that records every tenant
+  // GetOrCreate publishes and every Remove, and the log of each tenant's
+  // directory whose options name none (the default tenant's too). Its
+  // creation is not logged: every registry starts with it. Not owned; must
+  // outlive the registry. Null: nothing is logged.
+  DurableLog* durable_log = nullptr;
 };
 
 template <typename Payload = EmptyPayload,
@@ -226,31 +233,10 @@ class TenantRegistry {
   // (releases still work). Errors, no change: kNotFound (no such tenant, or
   // another instance), kFailedPrecondition (the default tenant),
   // kResourceExhausted (registry domain full). Never checks emptiness.
+  // With a durable log, the removal is logged (kTenantRemove) before it is
+  // published and durable when Remove returns; a log error fails it.
   Status Remove(std::string_view name, TenantInstanceId instance) {
-    if (name == options_.default_tenant) {
-      return FailedPreconditionError("the default tenant is never removed");
-    }
-    Result<RetireReservation> budget = ReserveSnapshot();
-    if (!budget.ok()) return std::move(budget).status();
-    const Snapshot* old = nullptr;
-    Handle removed;
-    {
-      MutexLock lock(&mu_);
-      const Snapshot* s = current_.load(std::memory_order_relaxed);
-      auto it = s->tenants.find(name);
-      if (it == s->tenants.end() || it->second->instance_id() != instance) {
-        return NotFoundError("no such tenant instance");
-      }
-      removed = it->second;
-      auto next = std::make_unique<Snapshot>(*s);
-      next->tenants.erase(next->tenants.find(name));
-      old = s;
-      current_.store(next.release(), std::memory_order_release);
-    }
-    removed->quota().CloseAdmission();
-    registry_domain_.RetireReserved(
-        std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
-    return Status::Ok();
+    return RemoveInstance(name, instance, options_.durable_log);
   }
 
   const Handle& default_tenant() const noexcept { return default_; }
@@ -288,6 +274,76 @@ class TenantRegistry {
 
   static void DeleteSnapshot(void* p) { delete static_cast<Snapshot*>(p); }
 
+  // One logged registry change (H1): reserved before mu_, appended under it
+  // before the snapshot that shows the change is published, finalized
+  // after it; cancelled if the change does not happen. `log` null: no-op.
+  class TenantLogStep {
+   public:
+    explicit TenantLogStep(DurableLog* log) noexcept : log_(log) {}
+    TenantLogStep(const TenantLogStep&) = delete;
+    TenantLogStep& operator=(const TenantLogStep&) = delete;
+    ~TenantLogStep() {
+      if (reserved_) log_->Cancel(reservation_);
+    }
+    Status Reserve(std::string_view name) {
+      if (log_ == nullptr) return Status::Ok();
+      Result<LogReservation> r =
+          log_->Reserve(DurableTenantRecordBytes(name.size()));
+      if (!r.ok()) return std::move(r).status();
+      reservation_ = *r;
+      reserved_ = true;
+      return Status::Ok();
+    }
+    Status Append(DurableOp op, const TenantType& tenant) {
+      if (!reserved_) return Status::Ok();
+      std::string record;
+      EncodeDurableTenantRecord(op, tenant.instance_id(), tenant.name(),
+                                tenant.quota().limit(), &record);
+      return log_->Append(reservation_, record);
+    }
+    void Finalize() {
+      if (std::exchange(reserved_, false)) log_->Finalize(reservation_, {});
+    }
+
+   private:
+    DurableLog* const log_;
+    bool reserved_ = false;
+    LogReservation reservation_;
+  };
+
+  // Remove's body; `log` null for a removal that is not logged (replay).
+  Status RemoveInstance(std::string_view name, TenantInstanceId instance,
+                        DurableLog* log) {
+    if (name == options_.default_tenant) {
+      return FailedPreconditionError("the default tenant is never removed");
+    }
+    TenantLogStep step(log);
+    CAIRN_RETURN_IF_ERROR(step.Reserve(name));
+    Result<RetireReservation> budget = ReserveSnapshot();
+    if (!budget.ok()) return std::move(budget).status();
+    const Snapshot* old = nullptr;
+    Handle removed;
+    {
+      MutexLock lock(&mu_);
+      const Snapshot* s = current_.load(std::memory_order_relaxed);
+      auto it = s->tenants.find(name);
+      if (it == s->tenants.end() || it->second->instance_id() != instance) {
+        return NotFoundError("no such tenant instance");
+      }
+      removed = it->second;
+      CAIRN_RETURN_IF_ERROR(step.Append(DurableOp::kTenantRemove, *removed));
+      auto next = std::make_unique<Snapshot>(*s);
+      next->tenants.erase(next->tenants.find(name));
+      old = s;
+      current_.store(next.release(), std::memory_order_release);
+    }
+    removed->quota().CloseAdmission();
+    registry_domain_.RetireReserved(
+        std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
+    step.Finalize();
+    return Status::Ok();
+  }
+
   Result<RetireReservation> ReserveSnapshot() {
     const std::size_t n = size() + 1;
     return registry_domain_.Reserve(sizeof(Snapshot) + n * kBytesPerTenant);
@@ -324,7 +380,13 @@ class TenantRegistry {
       // On success Publish forgets the creation under the lock that
       // publishes it: a Remove that follows cannot leave a finished
       // creation behind for a later GetOrCreate to wait on and return (T2).
-      if (outcome.status.ok()) outcome.status = Publish(name, outcome.tenant);
+      // The default tenant's creation is not logged: every registry has
+      // one.
+      if (outcome.status.ok()) {
+        outcome.status =
+            Publish(name, outcome.tenant,
+                    default_ != nullptr ? options_.durable_log : nullptr);
+      }
     } catch (const std::bad_alloc&) {
       outcome.status =
           ResourceExhaustedError("out of memory creating a tenant");
@@ -357,17 +419,31 @@ class TenantRegistry {
     const TenantInstanceId id =
         next_instance_.fetch_add(1, std::memory_order_relaxed);
     outcome.tenant = std::make_shared<TenantType>(
-        std::string(name), id, std::move(made).value(), route_domain_);
+        std::string(name), id, WithRegistryLog(std::move(made).value()),
+        route_domain_);
     return outcome;
   }
 
-  Status Publish(std::string_view name, const Handle& tenant) {
+  // A tenant's directory logs to the registry's log unless its options
+  // name another.
+  TenantOptions WithRegistryLog(TenantOptions options) const {
+    if (options.directory.durable_log == nullptr) {
+      options.directory.durable_log = options_.durable_log;
+    }
+    return options;
+  }
+
+  // Publishes `tenant`, logged to `log` unless it is null.
+  Status Publish(std::string_view name, const Handle& tenant, DurableLog* log) {
+    TenantLogStep step(log);
+    CAIRN_RETURN_IF_ERROR(step.Reserve(name));
     Result<RetireReservation> budget = ReserveSnapshot();
     if (!budget.ok()) return std::move(budget).status();
     const Snapshot* old = nullptr;
     {
       MutexLock lock(&mu_);
       const Snapshot* s = current_.load(std::memory_order_relaxed);
+      CAIRN_RETURN_IF_ERROR(step.Append(DurableOp::kTenantCreate, *tenant));
       auto next = std::make_unique<Snapshot>(*s);
       next->tenants.emplace(std::string(name), tenant);
       old = s;
@@ -379,6 +455,7 @@ class TenantRegistry {
     }
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
+    step.Finalize();
     return Status::Ok();
   }
 
