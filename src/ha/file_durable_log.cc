@@ -26,6 +26,7 @@ constexpr std::size_t kV1HeaderBytes = 16;
 constexpr char kSegmentSuffix[] = ".log";
 constexpr std::size_t kSegmentDigits = 20;
 constexpr std::size_t kOpenReadBytes = std::size_t{1} << 20;
+constexpr std::size_t kInitialBuffer = 4096;
 
 // The Env's error, with the prefix every durable-log message carries.
 Status InDurableLog(const Status& error) {
@@ -304,7 +305,10 @@ class SegmentStream {
       buf_len_ = 0;
     }
     buf_at_ = at;
-    const std::size_t size = std::max(n, read_bytes_);
+    // Grown as reads need it, doubling up to read_bytes (or one frame):
+    // a small segment never costs a big buffer.
+    const std::size_t size = std::max(
+        n, std::min(read_bytes_, std::max(kInitialBuffer, 2 * buf_.size())));
     if (buf_.size() < size) {
       try {
         buf_.resize(size);
@@ -882,10 +886,15 @@ Status DurableLogReader::OpenSegment(Lsn first) {
 }
 
 Result<bool> DurableLogReader::NextSegmentExists() {
-  Result<bool> named =
-      env_.FileExists(JoinPath(dir_, DurableLogSegmentName(cursor_)));
-  if (!named.ok()) return InDurableLog(named.status());
-  if (*named) return true;
+  // A segment with no record yet is named cursor_ itself: its successor
+  // cannot exist (a writer rotates only after a record).
+  const bool empty = cursor_ == segment_->first();
+  if (!empty) {
+    Result<bool> named =
+        env_.FileExists(JoinPath(dir_, DurableLogSegmentName(cursor_)));
+    if (!named.ok()) return InDurableLog(named.status());
+    if (*named) return true;
+  }
   // Not there by name: not yet written, or a gap, or dropped.
   Result<std::vector<Lsn>> firsts =
       durable_log_internal::ListSegments(env_, dir_);
@@ -893,7 +902,7 @@ Result<bool> DurableLogReader::NextSegmentExists() {
   bool later = false;
   bool current = false;
   for (const Lsn first : *firsts) {
-    if (first == cursor_) return true;  // created since the lookup by name
+    if (first == cursor_ && !empty) return true;  // created since the lookup
     later |= first > cursor_;
     current |= first == segment_->first();
   }
