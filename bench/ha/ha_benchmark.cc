@@ -193,12 +193,18 @@ void BM_HaLoggedCreate(benchmark::State& state, bool sync) {
     ReportGroupCommit(state, *create_run->log);
     const FileDurableLog& log = *create_run->log;
     if (log.durable_records() > 0) {
-      // The mean record on disk, frame included, past the 16-byte header.
+      // The mean record on disk, frame included, past the segments'
+      // headers.
       std::error_code error;
-      const auto file_bytes = std::filesystem::file_size(log.path(), error);
+      std::uintmax_t file_bytes = 0;
+      for (const auto& entry :
+           std::filesystem::directory_iterator(log.path(), error)) {
+        if (entry.path().extension() != ".log") continue;
+        file_bytes += entry.file_size() - kDurableLogHeaderBytes;
+      }
       if (!error) {
         state.counters["record_bytes"] =
-            static_cast<double>(file_bytes - kDurableLogHeaderBytes) /
+            static_cast<double>(file_bytes) /
             static_cast<double>(log.durable_records());
       }
     }

@@ -3,6 +3,8 @@
 
 #include "cairn/ha/file_durable_log.h"
 
+#include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 #include <utility>
@@ -11,7 +13,7 @@
 #include "cairn/base/internal/coding.h"
 
 CAIRN_NAMESPACE_BEGIN
-namespace {
+namespace durable_log_internal {
 
 using base_internal::Checksum64;
 using base_internal::LoadFixed;
@@ -20,170 +22,425 @@ using base_internal::StoreFixed;
 
 constexpr std::uint64_t kHeaderSeed = 0x44555241424c4548ull;
 constexpr std::uint64_t kRecordSeed = 0x44555241424c5245ull;
+constexpr std::size_t kV1HeaderBytes = 16;
+constexpr char kSegmentSuffix[] = ".log";
+constexpr std::size_t kSegmentDigits = 20;
+constexpr std::size_t kOpenReadBytes = std::size_t{1} << 20;
+constexpr std::size_t kInitialBuffer = 4096;
 
 // The Env's error, with the prefix every durable-log message carries.
 Status InDurableLog(const Status& error) {
   return Status(error.code(), "durable log: " + std::string(error.message()));
 }
 
-std::uint64_t RecordChecksum(std::string_view body) {
-  return Checksum64(body.data(), body.size(), kRecordSeed ^ body.size());
+// XXH64 over the frame's LSN bytes followed by its body, seeded with the
+// length. `frame` is a whole frame in a writable buffer: the LSN is copied
+// over the checksum field (right before the body) for one contiguous hash,
+// and the field is restored.
+std::uint64_t FrameChecksum(char* frame, std::uint32_t length) {
+  char saved[8];
+  std::memcpy(saved, frame + 12, 8);
+  std::memcpy(frame + 12, frame + 4, 8);
+  const std::uint64_t sum =
+      Checksum64(frame + 12, 8 + std::size_t{length}, kRecordSeed ^ length);
+  std::memcpy(frame + 12, saved, 8);
+  return sum;
 }
 
-// The header's checksum is the low half of an XXH64 of its first 12 bytes.
-std::uint32_t HeaderChecksum(const char* header) {
-  return static_cast<std::uint32_t>(
-      Checksum64(header, kDurableLogHeaderBytes - 4, kHeaderSeed));
+// The header's checksum is the low half of an XXH64 of the bytes before it.
+std::uint32_t HeaderChecksum(const char* header, std::size_t bytes) {
+  return static_cast<std::uint32_t>(Checksum64(header, bytes, kHeaderSeed));
 }
 
-std::string EncodeHeader() {
+std::string EncodeHeader(Lsn first) {
   std::string h;
   PutFixed<std::uint64_t>(&h, kDurableLogMagic);
   PutFixed<std::uint32_t>(&h, kDurableLogFormatVersion);
-  PutFixed<std::uint32_t>(&h, HeaderChecksum(h.data()));
+  PutFixed<std::uint32_t>(&h, 0);
+  PutFixed<std::uint64_t>(&h, first);
+  PutFixed<std::uint32_t>(&h, HeaderChecksum(h.data(), h.size()));
   return h;
 }
 
-// Whether a whole, checksummed record of at most `max_record_bytes` starts
-// at `at`.
-bool ValidRecordAt(std::string_view file, std::size_t at,
-                   std::size_t max_record_bytes) {
-  if (file.size() - at < kDurableLogFrameBytes) return false;
-  const auto length = LoadFixed<std::uint32_t>(file.data() + at);
-  if (length == 0 || length > max_record_bytes ||
-      length > file.size() - at - kDurableLogFrameBytes) {
-    return false;
+// Checks a segment header (`n` bytes of it available) and returns its first
+// LSN.
+Status CheckHeader(const char* p, std::size_t n, const std::string& path,
+                   Lsn* first) {
+  if (n < 12 || LoadFixed<std::uint64_t>(p) != kDurableLogMagic) {
+    return DataLossError(
+        "not a cairn durable log segment (short or bad magic): " + path);
   }
-  return RecordChecksum(file.substr(at + kDurableLogFrameBytes, length)) ==
-         LoadFixed<std::uint64_t>(file.data() + at + 4);
-}
-
-// The offset of the first valid record after `damaged`, or npos: a torn
-// tail (nothing valid after it) may be cut; damage before a valid record
-// may not, since that record's on_durable may have fired.
-std::size_t NextValidRecord(std::string_view file, std::size_t damaged,
-                            std::size_t max_record_bytes) {
-  for (std::size_t at = damaged + 1; at + kDurableLogFrameBytes <= file.size();
-       ++at) {
-    if (ValidRecordAt(file, at, max_record_bytes)) return at;
-  }
-  return std::string_view::npos;
-}
-
-Status Scan(std::string_view file, const std::string& path,
-            const std::function<void(std::string_view)>& fn,
-            DurableLogScan* scan) {
-  *scan = DurableLogScan();
-  if (file.size() < kDurableLogHeaderBytes) {
-    return DataLossError("durable log header truncated: " + path);
-  }
-  if (LoadFixed<std::uint64_t>(file.data()) != kDurableLogMagic ||
-      LoadFixed<std::uint32_t>(file.data() + 12) !=
-          HeaderChecksum(file.data())) {
-    return DataLossError("not a cairn durable log (bad magic or checksum): " +
-                         path);
-  }
-  if (LoadFixed<std::uint32_t>(file.data() + 8) != kDurableLogFormatVersion) {
-    return FailedPreconditionError("durable log of another format version: " +
-                                   path);
-  }
-  std::size_t at = kDurableLogHeaderBytes;
-  scan->valid_bytes = at;
-  while (at < file.size()) {
-    const std::string where = " at offset " + std::to_string(at) + ": " + path;
-    if (file.size() - at < kDurableLogFrameBytes) {
-      return DataLossError("durable log record header truncated" + where);
+  const auto version = LoadFixed<std::uint32_t>(p + 8);
+  if (version != kDurableLogFormatVersion) {
+    // Another version whose own header checks out (version 1: 16 bytes
+    // sealed by a checksum at offset 12; a later one assumed laid out as
+    // this one) is a precondition, anything else damage.
+    const bool v1 = version == 1 && n >= kV1HeaderBytes &&
+                    LoadFixed<std::uint32_t>(p + 12) == HeaderChecksum(p, 12);
+    const bool later = n >= kDurableLogHeaderBytes &&
+                       LoadFixed<std::uint32_t>(p + 24) == HeaderChecksum(p, 24);
+    if (v1 || later) {
+      return FailedPreconditionError("durable log of format version " +
+                                     std::to_string(version) + ", not " +
+                                     std::to_string(kDurableLogFormatVersion) +
+                                     ": " + path);
     }
-    const auto length = LoadFixed<std::uint32_t>(file.data() + at);
-    const auto checksum = LoadFixed<std::uint64_t>(file.data() + at + 4);
-    if (length > file.size() - at - kDurableLogFrameBytes) {
-      return DataLossError("durable log record truncated" + where);
-    }
-    const std::string_view body =
-        file.substr(at + kDurableLogFrameBytes, length);
-    if (length == 0 || RecordChecksum(body) != checksum) {
-      return DataLossError("durable log record checksum mismatch" + where);
-    }
-    if (fn) fn(body);
-    at += kDurableLogFrameBytes + length;
-    ++scan->records;
-    scan->valid_bytes = at;
+    return DataLossError("durable log header damaged: " + path);
   }
+  if (n < kDurableLogHeaderBytes ||
+      LoadFixed<std::uint32_t>(p + 24) != HeaderChecksum(p, 24)) {
+    return DataLossError("durable log header truncated or damaged: " + path);
+  }
+  *first = LoadFixed<std::uint64_t>(p + 16);
   return Status::Ok();
 }
 
-// Creates the log file: its header written and synced, and its directory
-// entry synced, whatever options.sync says (a log that is not there after
-// a crash loses every record).
-// It is written under `path`.tmp and renamed into place once its header is
-// durable, so a crash leaves no log or a whole one, never a headerless file
-// that every later Open refuses.
-Status CreateLogFile(Env& env, const std::string& path,
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  return dir + "/" + name;
+}
+
+// The first LSN a segment file name says, or 0 if it is not one.
+Lsn ParseSegmentName(const std::string& name) {
+  const std::size_t suffix = sizeof(kSegmentSuffix) - 1;
+  if (name.size() != kSegmentDigits + suffix ||
+      name.compare(kSegmentDigits, suffix, kSegmentSuffix) != 0) {
+    return 0;
+  }
+  Lsn lsn = 0;
+  for (std::size_t i = 0; i < kSegmentDigits; ++i) {
+    const char c = name[i];
+    if (c < '0' || c > '9') return 0;
+    const Lsn digit = static_cast<Lsn>(c - '0');
+    if (lsn > (~Lsn{0} - digit) / 10) return 0;
+    lsn = lsn * 10 + digit;
+  }
+  return lsn;
+}
+
+// The first LSNs of the segments in `dir`, ascending.
+Result<std::vector<Lsn>> ListSegments(Env& env, const std::string& dir) {
+  Result<std::vector<std::string>> names = env.List(dir);
+  if (!names.ok()) return InDurableLog(names.status());
+  std::vector<Lsn> firsts;
+  for (const std::string& name : *names) {
+    if (const Lsn first = ParseSegmentName(name); first != 0) {
+      firsts.push_back(first);
+    }
+  }
+  std::sort(firsts.begin(), firsts.end());
+  return firsts;
+}
+
+std::string NormalizeDir(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// Creates the segment starting at `first`: header written and synced under
+// <name>.tmp, renamed into place, directory synced, whatever options.sync
+// says (a segment that is not there after a crash loses every record), so
+// a crash leaves no segment or a whole header, never a headerless file.
+Status CreateSegment(Env& env, const std::string& dir, Lsn first,
                      std::unique_ptr<FileHandle>* out) {
+  const std::string path = JoinPath(dir, DurableLogSegmentName(first));
   const std::string tmp = path + ".tmp";
   // Truncating, not exclusive: a crash may have left a .tmp behind.
   Result<std::unique_ptr<FileHandle>> made =
       env.NewFile(tmp, FileOpenMode::kCreateOrTruncate);
   if (!made.ok()) return made.status();
   FileHandle& file = **made;
-  CAIRN_RETURN_IF_ERROR(file.WriteAt(0, EncodeHeader()));
+  CAIRN_RETURN_IF_ERROR(file.WriteAt(0, EncodeHeader(first)));
   CAIRN_RETURN_IF_ERROR(file.Sync());
   CAIRN_RETURN_IF_ERROR(env.Rename(tmp, path));
-  CAIRN_RETURN_IF_ERROR(env.SyncDir(DirectoryOf(path)));
+  CAIRN_RETURN_IF_ERROR(env.SyncDir(dir));
   *out = std::move(made).value();
   return Status::Ok();
 }
 
-// Checks an existing log to its end and returns where the next record
-// goes; a damaged tail is cut (and the cut synced) if `truncate` says so.
-Status OpenLogFile(FileHandle& file, const std::string& path, bool truncate,
-                   std::size_t max_record_bytes, std::uint64_t* end) {
-  std::string bytes;
-  if (Status read = ReadAll(file, &bytes); !read.ok()) {
-    return InDurableLog(read);
+enum class FrameRead : std::uint8_t {
+  kFrame,       // a whole, checksum-valid frame
+  kEnd,         // the segment ends exactly here
+  kIncomplete,  // fewer bytes than the frame needs
+  kBad,         // a length of 0 or over the limit, or a checksum mismatch
+};
+
+struct Frame {
+  Lsn lsn = 0;
+  std::string_view body;
+  std::uint64_t bytes = 0;  // frame header + body
+};
+
+// One segment read front to back through a bounded buffer (at most
+// max(read_bytes, frame + max_record_bytes) bytes).
+class SegmentStream {
+ public:
+  SegmentStream(std::unique_ptr<FileHandle> file, std::size_t max_record_bytes,
+                std::size_t read_bytes)
+      : file_(std::move(file)),
+        max_record_bytes_(max_record_bytes),
+        read_bytes_(read_bytes) {}
+
+  // Opens the segment at `path` and checks its header.
+  static Status Open(Env& env, const std::string& path, FileOpenMode mode,
+                     std::size_t max_record_bytes, std::size_t read_bytes,
+                     std::unique_ptr<SegmentStream>* out) {
+    Result<std::unique_ptr<FileHandle>> file = env.NewFile(path, mode);
+    if (!file.ok()) return InDurableLog(file.status());
+    std::unique_ptr<SegmentStream> stream(new (std::nothrow) SegmentStream(
+        std::move(*file), max_record_bytes, read_bytes));
+    if (stream == nullptr) return ResourceExhaustedError("durable log reader");
+    CAIRN_RETURN_IF_ERROR(stream->ReadHeader(path));
+    *out = std::move(stream);
+    return Status::Ok();
   }
-  DurableLogScan scan;
-  Status s = Scan(bytes, path, nullptr, &scan);
-  if (s.code() == StatusCode::kDataLoss &&
-      scan.valid_bytes >= kDurableLogHeaderBytes) {
-    if (!truncate) {
-      return DataLossError(std::string(s.message()) + " (valid prefix " +
-                           std::to_string(scan.valid_bytes) +
-                           " bytes; truncate_damaged_tail drops a torn tail)");
-    }
-    // Probes every offset after the damage, hashing only where a plausible
-    // length starts: about one pass over the tail.
-    const std::size_t next =
-        NextValidRecord(bytes, scan.valid_bytes, max_record_bytes);
-    if (next != std::string::npos) {
-      return DataLossError(
-          std::string(s.message()) + ", and a valid record follows at offset " +
-          std::to_string(next) + ": damage inside the log, not a torn tail");
-    }
-    Status cut = file.Truncate(scan.valid_bytes);
-    if (cut.ok()) cut = file.Sync();
-    if (!cut.ok()) return InDurableLog(cut);
-  } else if (!s.ok()) {
-    return s;
+
+  // Reads and checks the header; the first frame follows it.
+  Status ReadHeader(const std::string& path) {
+    Result<std::size_t> n = Fill(0, kDurableLogHeaderBytes);
+    if (!n.ok()) return n.status();
+    CAIRN_RETURN_IF_ERROR(CheckHeader(buf_.data(), *n, path, &first_));
+    offset_ = kDurableLogHeaderBytes;
+    return Status::Ok();
   }
-  *end = scan.valid_bytes;
+
+  virtual ~SegmentStream() = default;
+
+  // Reads the frame at offset() (does not move past it: Advance does).
+  Result<FrameRead> Read(Frame* out) {
+    Result<std::size_t> n = Fill(offset_, kDurableLogFrameBytes);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return FrameRead::kEnd;
+    if (*n < kDurableLogFrameBytes) return Unfinished(FrameRead::kIncomplete);
+    const auto length = LoadFixed<std::uint32_t>(At(offset_));
+    if (length == 0 || length > max_record_bytes_) {
+      return Unfinished(FrameRead::kBad);
+    }
+    const std::size_t want = kDurableLogFrameBytes + length;
+    if (want > read_bytes_) {
+      // Only grow the buffer for bytes the file has.
+      Result<std::uint64_t> size = file_->Size();
+      if (!size.ok()) return InDurableLog(size.status());
+      if (*size < offset_ + want) return Unfinished(FrameRead::kIncomplete);
+    }
+    n = Fill(offset_, want);
+    if (!n.ok()) return n.status();
+    if (*n < want) return Unfinished(FrameRead::kIncomplete);
+    char* frame = At(offset_);
+    if (FrameChecksum(frame, length) != LoadFixed<std::uint64_t>(frame + 12)) {
+      return Unfinished(FrameRead::kBad);
+    }
+    out->lsn = LoadFixed<std::uint64_t>(frame + 4);
+    out->body = std::string_view(frame + kDurableLogFrameBytes, length);
+    out->bytes = want;
+    return FrameRead::kFrame;
+  }
+
+  void Advance(const Frame& frame) { offset_ += frame.bytes; }
+
+  // Whether a whole, checksum-valid frame starts anywhere after `damaged`
+  // (probing every offset, hashing only where a plausible length starts).
+  Result<bool> ValidFrameAfter(std::uint64_t damaged) {
+    for (std::uint64_t at = damaged + 1;; ++at) {
+      Result<std::size_t> n = Fill(at, kDurableLogFrameBytes);
+      if (!n.ok()) return n.status();
+      if (*n < kDurableLogFrameBytes) break;
+      const auto length = LoadFixed<std::uint32_t>(At(at));
+      if (length == 0 || length > max_record_bytes_) continue;
+      const std::size_t want = kDurableLogFrameBytes + length;
+      if (want > read_bytes_) {
+        Result<std::uint64_t> size = file_->Size();
+        if (!size.ok()) return InDurableLog(size.status());
+        if (*size < at + want) continue;
+      }
+      n = Fill(at, want);
+      if (!n.ok()) return n.status();
+      if (*n < want) continue;
+      char* frame = At(at);
+      if (FrameChecksum(frame, length) ==
+          LoadFixed<std::uint64_t>(frame + 12)) {
+        return true;
+      }
+    }
+    Invalidate(damaged);
+    return false;
+  }
+
+  std::uint64_t offset() const noexcept { return offset_; }
+  Lsn first() const noexcept { return first_; }
+  FileHandle& file() noexcept { return *file_; }
+  std::unique_ptr<FileHandle> TakeFile() noexcept { return std::move(file_); }
+  std::size_t capacity() const noexcept { return buf_.capacity(); }
+
+ private:
+  char* At(std::uint64_t offset) {
+    return buf_.data() + static_cast<std::size_t>(offset - buf_at_);
+  }
+
+  // Forgets buffered bytes from `offset` on: a frame found unfinished is
+  // read from the file again next time (a writer may finish it, or Open
+  // may cut and rewrite it).
+  void Invalidate(std::uint64_t offset) {
+    if (offset < buf_at_) {
+      buf_len_ = 0;
+    } else if (offset - buf_at_ < buf_len_) {
+      buf_len_ = static_cast<std::size_t>(offset - buf_at_);
+    }
+  }
+
+  FrameRead Unfinished(FrameRead what) {
+    Invalidate(offset_);
+    return what;
+  }
+
+  // Makes the buffer hold [at, at + n) as far as the file has it; returns
+  // how many of those bytes it holds (fewer only where the file ends).
+  Result<std::size_t> Fill(std::uint64_t at, std::size_t n) {
+    const std::uint64_t end = buf_at_ + buf_len_;
+    if (at >= buf_at_ && at + n <= end) return n;
+    if (at >= buf_at_ && at <= end) {
+      const auto keep = static_cast<std::size_t>(end - at);
+      std::memmove(buf_.data(), At(at), keep);
+      buf_len_ = keep;
+    } else {
+      buf_len_ = 0;
+    }
+    buf_at_ = at;
+    // Grown as reads need it, doubling up to read_bytes (or one frame):
+    // a small segment never costs a big buffer.
+    const std::size_t size = std::max(
+        n, std::min(read_bytes_, std::max(kInitialBuffer, 2 * buf_.size())));
+    if (buf_.size() < size) {
+      try {
+        buf_.resize(size);
+      } catch (const std::bad_alloc&) {
+        return ResourceExhaustedError("durable log reader buffer");
+      }
+    }
+    Result<std::size_t> read = file_->ReadAt(
+        buf_at_ + buf_len_,
+        std::span<char>(buf_.data() + buf_len_, buf_.size() - buf_len_));
+    if (!read.ok()) return InDurableLog(read.status());
+    buf_len_ += *read;
+    return std::min(n, buf_len_);
+  }
+
+  std::unique_ptr<FileHandle> file_;
+  const std::size_t max_record_bytes_;
+  const std::size_t read_bytes_;
+  Lsn first_ = 0;
+  std::uint64_t offset_ = 0;
+  std::vector<char> buf_;
+  std::uint64_t buf_at_ = 0;    // file offset of buf_[0]
+  std::size_t buf_len_ = 0;     // valid bytes in buf_
+};
+
+// Checks every existing segment in `dir` (streamed, in LSN order) and
+// returns the newest one's handle, its size after any cut, and the LSNs.
+struct ScannedLog {
+  std::unique_ptr<FileHandle> file;
+  std::uint64_t end = 0;
+  std::deque<Lsn> segments;
+  Lsn last_lsn = 0;
+};
+
+Status ScanSegments(Env& env, const std::string& dir,
+                    const std::vector<Lsn>& firsts,
+                    const FileDurableLogOptions& options, ScannedLog* out) {
+  Lsn last = 0;
+  for (std::size_t i = 0; i < firsts.size(); ++i) {
+    const bool newest = i + 1 == firsts.size();
+    const std::string path = JoinPath(dir, DurableLogSegmentName(firsts[i]));
+    std::unique_ptr<SegmentStream> stream;
+    CAIRN_RETURN_IF_ERROR(SegmentStream::Open(
+        env, path, newest ? FileOpenMode::kReadWrite : FileOpenMode::kReadOnly,
+        options.max_record_bytes, kOpenReadBytes, &stream));
+    if (stream->first() != firsts[i]) {
+      return DataLossError("durable log segment's header says first LSN " +
+                           std::to_string(stream->first()) + ": " + path);
+    }
+    if (i > 0 && firsts[i] != last + 1) {
+      return DataLossError("durable log segments leave a gap: LSNs " +
+                           std::to_string(last + 1) + " .. " +
+                           std::to_string(firsts[i] - 1) + " missing before " +
+                           path);
+    }
+    last = firsts[i] - 1;
+    for (;;) {
+      Frame frame;
+      Result<FrameRead> read = stream->Read(&frame);
+      if (!read.ok()) return read.status();
+      if (*read == FrameRead::kEnd) break;
+      const auto at = [&] {
+        return " at offset " + std::to_string(stream->offset()) + ": " + path;
+      };
+      if (*read == FrameRead::kFrame) {
+        if (frame.lsn != last + 1) {
+          return DataLossError("durable log LSN " + std::to_string(frame.lsn) +
+                               " out of sequence (expected " +
+                               std::to_string(last + 1) + ")" + at());
+        }
+        ++last;
+        stream->Advance(frame);
+        continue;
+      }
+      const std::string where = at();
+      const std::string what = *read == FrameRead::kIncomplete
+                                   ? "durable log record truncated"
+                                   : "durable log record damaged";
+      if (!newest) {
+        return DataLossError(what + " in a segment that is not the newest" +
+                             where);
+      }
+      if (!options.truncate_damaged_tail) {
+        return DataLossError(what + where +
+                             " (truncate_damaged_tail drops a torn tail)");
+      }
+      Result<bool> follows = stream->ValidFrameAfter(stream->offset());
+      if (!follows.ok()) return follows.status();
+      if (*follows) {
+        return DataLossError(what + where +
+                             ", and a valid record follows: damage inside "
+                             "the log, not a torn tail");
+      }
+      Status cut = stream->file().Truncate(stream->offset());
+      if (cut.ok()) cut = stream->file().Sync();
+      if (!cut.ok()) return InDurableLog(cut);
+      break;
+    }
+    if (newest) {
+      out->end = stream->offset();
+      out->file = stream->TakeFile();
+    }
+    out->segments.push_back(firsts[i]);
+  }
+  out->last_lsn = last;
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace durable_log_internal
 
-Status ReadDurableLog(const std::string& path,
-                      const std::function<void(std::string_view)>& fn,
-                      DurableLogScan* scan, Env* env) {
-  DurableLogScan local;
-  if (scan == nullptr) scan = &local;
-  *scan = DurableLogScan();
-  if (path.empty()) return InvalidArgumentError("durable log path is empty");
-  std::string file;
-  Status read = ReadWholeFile(*Env::OrDefault(env), path, &file);
-  if (!read.ok()) return InDurableLog(read);
-  return Scan(file, path, fn, scan);
+using base_internal::StoreFixed;
+using durable_log_internal::Frame;
+using durable_log_internal::FrameRead;
+using durable_log_internal::InDurableLog;
+using durable_log_internal::JoinPath;
+using durable_log_internal::SegmentStream;
+
+std::string DurableLogSegmentName(Lsn first) {
+  std::string digits = std::to_string(first);
+  return std::string(durable_log_internal::kSegmentDigits - digits.size(),
+                     '0') +
+         digits + durable_log_internal::kSegmentSuffix;
 }
+
+// ---------------------------------------------------------------------------
+// FileDurableLog
+
+struct FileDurableLog::OpenedLog {
+  std::unique_ptr<FileLock> lock;
+  Env* env = nullptr;
+  durable_log_internal::ScannedLog log;
+};
 
 Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     const std::string& path, FileDurableLogOptions options) {
@@ -199,56 +456,96 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
         "durable log max_pending_bytes must hold one framed record of "
         "max_record_bytes");
   }
+  if (options.segment_bytes == 0) {
+    return InvalidArgumentError("durable log segment_bytes must be at least 1");
+  }
   Env& env = *Env::OrDefault(options.env);
+  const std::string dir = durable_log_internal::NormalizeDir(path);
+  if (Status made = env.CreateDir(dir);
+      !made.ok() && made.code() != StatusCode::kAlreadyExists) {
+    return InDurableLog(made);
+  }
   // One writer at a time, in this process or another.
-  Result<std::unique_ptr<FileLock>> lock = env.LockFile(path + ".lock");
+  Result<std::unique_ptr<FileLock>> lock = env.LockFile(JoinPath(dir, "LOCK"));
   if (!lock.ok()) {
     if (lock.status().code() == StatusCode::kFailedPrecondition) {
-      return FailedPreconditionError("durable log " + path +
-                                     " is open elsewhere (" + path +
-                                     ".lock is held)");
+      return FailedPreconditionError("durable log " + dir +
+                                     " is open elsewhere (LOCK is held)");
+    }
+    // A file where the directory should be.
+    if (Result<std::unique_ptr<FileHandle>> file =
+            env.NewFile(dir, FileOpenMode::kReadOnly);
+        file.ok()) {
+      return InvalidArgumentError("durable log path is not a directory: " +
+                                  dir);
     }
     return InDurableLog(lock.status());
   }
-  std::unique_ptr<FileHandle> file;
-  std::uint64_t end = 0;
-  Result<std::unique_ptr<FileHandle>> existing =
-      env.NewFile(path, FileOpenMode::kReadWrite);
-  if (existing.ok()) {
-    file = std::move(existing).value();
-    CAIRN_RETURN_IF_ERROR(OpenLogFile(*file, path,
-                                      options.truncate_damaged_tail,
-                                      options.max_record_bytes, &end));
+  Result<std::vector<std::string>> names = env.List(dir);
+  if (!names.ok()) return InDurableLog(names.status());
+  std::vector<Lsn> firsts;
+  for (const std::string& name : *names) {
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
+      // A segment whose creation a crash interrupted: never renamed, so
+      // never written to.
+      if (Status removed = env.Remove(JoinPath(dir, name)); !removed.ok()) {
+        return InDurableLog(removed);
+      }
+    } else if (const Lsn first = durable_log_internal::ParseSegmentName(name);
+               first != 0) {
+      firsts.push_back(first);
+    }
+  }
+  std::sort(firsts.begin(), firsts.end());
+  OpenedLog opened;
+  opened.env = &env;
+  durable_log_internal::ScannedLog& log = opened.log;
+  if (firsts.empty()) {
+    // A new log: the directory's own entry must be durable before anything
+    // in it is acknowledged (synced whenever the log is new, as an earlier
+    // Open may have made the directory and failed before its sync).
+    const Lsn first = options.start_lsn != 0 ? options.start_lsn : 1;
+    Status s = env.SyncDir(DirectoryOf(dir));
+    if (s.ok()) s = durable_log_internal::CreateSegment(env, dir, first, &log.file);
+    if (!s.ok()) return InDurableLog(s);
+    log.end = kDurableLogHeaderBytes;
+    log.segments.push_back(first);
+    log.last_lsn = first - 1;
+  } else {
+    CAIRN_RETURN_IF_ERROR(
+        durable_log_internal::ScanSegments(env, dir, firsts, options, &log));
+    if (options.start_lsn != 0 && options.start_lsn != log.last_lsn + 1) {
+      return FailedPreconditionError(
+          "durable log " + dir + " ends at LSN " +
+          std::to_string(log.last_lsn) + ", start_lsn is " +
+          std::to_string(options.start_lsn));
+    }
     if (options.sync) {
       // What the scan found may not be synced (an earlier writer died
-      // between its write and its sync): make it and the log's name durable
-      // before anything is appended after it.
-      Status synced = file->Sync();
-      if (synced.ok()) synced = env.SyncDir(DirectoryOf(path));
+      // between its write and its sync): make it and the segment names
+      // durable before anything is appended after them.
+      Status synced = log.file->Sync();
+      if (synced.ok()) synced = env.SyncDir(dir);
       if (!synced.ok()) return InDurableLog(synced);
     }
-  } else if (existing.status().code() == StatusCode::kNotFound) {
-    Status s = CreateLogFile(env, path, &file);
-    if (!s.ok()) return InDurableLog(s);
-    end = kDurableLogHeaderBytes;
-  } else {
-    return InDurableLog(existing.status());
   }
-  std::unique_ptr<FileDurableLog> log(new (std::nothrow) FileDurableLog(
-      std::move(lock).value(), std::move(file), path, std::move(options), end));
-  if (log == nullptr) return ResourceExhaustedError("FileDurableLog");
-  return log;
+  opened.lock = std::move(lock).value();
+  std::unique_ptr<FileDurableLog> made(new (std::nothrow) FileDurableLog(
+      std::move(opened), dir, std::move(options)));
+  if (made == nullptr) return ResourceExhaustedError("FileDurableLog");
+  return made;
 }
 
-FileDurableLog::FileDurableLog(std::unique_ptr<FileLock> lock,
-                               std::unique_ptr<FileHandle> file,
-                               std::string path, FileDurableLogOptions options,
-                               std::uint64_t end)
-    : lock_(std::move(lock)),
-      file_(std::move(file)),
-      path_(std::move(path)),
+FileDurableLog::FileDurableLog(OpenedLog opened, std::string dir,
+                               FileDurableLogOptions options)
+    : lock_(std::move(opened.lock)),
+      dir_(std::move(dir)),
       options_(std::move(options)),
-      end_(end) {}
+      env_(*opened.env),
+      file_(std::move(opened.log.file)),
+      end_(opened.log.end),
+      segments_(std::move(opened.log.segments)),
+      durable_lsn_(opened.log.last_lsn) {}
 
 FileDurableLog::~FileDurableLog() = default;
 
@@ -277,11 +574,6 @@ Status FileDurableLog::Append(const LogReservation& reservation,
     return InvalidArgumentError(
         "durable record empty or over max_record_bytes");
   }
-  char frame[kDurableLogFrameBytes];
-  const auto length = static_cast<std::uint32_t>(record.size());
-  const std::uint64_t checksum = RecordChecksum(record);
-  StoreFixed<std::uint32_t>(frame, length);
-  StoreFixed<std::uint64_t>(frame + 4, checksum);
   MutexLock lock(&mu_);
   if (!error_.ok()) return error_;
   auto it = slots_.find(reservation.id);
@@ -289,7 +581,9 @@ Status FileDurableLog::Append(const LogReservation& reservation,
       it != slots_.end() && it->second.state == SlotState::kReserved,
       "Append needs a reservation that has no record yet");
   Slot& slot = it->second;
-  slot.frame.append(frame, sizeof(frame));
+  // The frame's length, LSN and checksum are filled in when it is written
+  // (the LSN is assigned then).
+  slot.frame.assign(kDurableLogFrameBytes, '\0');
   slot.frame.append(record);
   if (slot.frame.size() > slot.charged) {
     pending_bytes_ += slot.frame.size() - slot.charged;
@@ -309,43 +603,91 @@ bool FileDurableLog::FrontResolved() const {
 
 void FileDurableLog::FlushResolved(std::unique_lock<Mutex>& lock) {
   flushing_ = true;
-  std::string batch;
-  std::uint64_t last = written_seq_;
-  std::uint64_t records = 0;
+  std::vector<std::string> frames;
+  std::uint64_t last_seq = written_seq_;
   while (FrontResolved()) {
     auto it = slots_.find(order_.front());
     if (it->second.state == SlotState::kFinalized) {
-      batch.append(it->second.frame);
-      ++records;
+      frames.push_back(std::move(it->second.frame));
     }
-    last = it->second.seq;
+    last_seq = it->second.seq;
     pending_bytes_ -= it->second.charged;
     slots_.erase(it);
     order_.pop_front();
   }
-  const std::uint64_t offset = end_;
-  Status s;
+  // LSNs in append order, gapless: cancelled records were skipped above.
+  const Lsn first = durable_lsn_ + 1;
+  const Lsn last = durable_lsn_ + frames.size();
+  // A new segment between batches, only once the current one holds a
+  // record (its name, its first LSN, is then below `first`).
+  const bool rotate = !frames.empty() && segments_.back() < first &&
+                      (rotate_requested_ || end_ >= options_.segment_bytes);
+  if (rotate) rotate_requested_ = false;
+  std::uint64_t offset = end_;
   lock.unlock();
-  if (!batch.empty()) s = WriteAndSync(batch, offset);
+
+  std::string batch;
+  Status s;
+  bool rotated = false;
+  if (!frames.empty()) {
+    std::size_t bytes = 0;
+    for (const std::string& f : frames) bytes += f.size();
+    try {
+      batch.reserve(bytes);
+    } catch (const std::bad_alloc&) {
+      s = ResourceExhaustedError("durable log: batch buffer");
+    }
+    Lsn lsn = first;
+    for (std::string& f : frames) {
+      if (!s.ok()) break;
+      const auto length =
+          static_cast<std::uint32_t>(f.size() - kDurableLogFrameBytes);
+      StoreFixed<std::uint32_t>(f.data(), length);
+      StoreFixed<std::uint64_t>(f.data() + 4, lsn++);
+      StoreFixed<std::uint64_t>(
+          f.data() + 12, durable_log_internal::FrameChecksum(f.data(), length));
+      batch.append(f);
+    }
+    if (s.ok() && rotate) {
+      // The old segment is complete on disk before its successor exists (a
+      // reader or Open that finds segment k + 1 relies on segment k being
+      // whole); with sync on, the last batch's sync did that already.
+      if (!options_.sync) s = file_->Sync();
+      std::unique_ptr<FileHandle> fresh;
+      if (s.ok()) {
+        s = durable_log_internal::CreateSegment(env_, dir_, first, &fresh);
+      }
+      if (s.ok()) {
+        file_ = std::move(fresh);
+        rotated = true;
+        offset = kDurableLogHeaderBytes;
+      }
+    }
+    if (s.ok()) s = file_->WriteAt(offset, batch);
+    if (s.ok() && options_.sync) s = file_->Sync();
+    if (!s.ok() && s.message().rfind("durable log", 0) != 0) {
+      s = InDurableLog(s);
+    }
+    if (s.ok() && options_.on_batch_durable) options_.on_batch_durable(last);
+  }
+
   lock.lock();
   mu_.AssertHeld();
+  if (rotated) {
+    segments_.push_back(first);
+    end_ = kDurableLogHeaderBytes;
+  }
   if (s.ok()) {
     end_ += batch.size();
-    written_seq_ = last;
-    durable_records_ += records;
-    if (!batch.empty() && options_.sync) ++syncs_;
+    written_seq_ = last_seq;
+    durable_lsn_ = last;
+    durable_records_ += frames.size();
+    if (!frames.empty() && options_.sync) ++syncs_;
   } else if (error_.ok()) {
     error_ = std::move(s);
   }
   flushing_ = false;
   resolved_.notify_all();
-}
-
-Status FileDurableLog::WriteAndSync(const std::string& bytes,
-                                    std::uint64_t offset) {
-  Status s = file_->WriteAt(offset, bytes);
-  if (s.ok() && options_.sync) s = file_->Sync();
-  return s.ok() ? s : InDurableLog(s);
 }
 
 void FileDurableLog::Finalize(const LogReservation& reservation,
@@ -399,6 +741,54 @@ Status FileDurableLog::status() const {
   return error_;
 }
 
+Lsn FileDurableLog::durable_lsn() const {
+  MutexLock lock(&mu_);
+  return durable_lsn_;
+}
+
+Lsn FileDurableLog::first_lsn() const {
+  MutexLock lock(&mu_);
+  return segments_.front();
+}
+
+Status FileDurableLog::Rotate() {
+  MutexLock lock(&mu_);
+  if (!error_.ok()) return error_;
+  rotate_requested_ = true;
+  return Status::Ok();
+}
+
+Result<std::size_t> FileDurableLog::DropThrough(Lsn lsn) {
+  MutexLock drop(&drop_mu_);
+  std::vector<Lsn> victims;
+  {
+    MutexLock lock(&mu_);
+    // Segment i holds LSNs segments_[i] .. segments_[i + 1] - 1; the last
+    // one is being written to and is never dropped.
+    for (std::size_t i = 0; i + 1 < segments_.size(); ++i) {
+      if (segments_[i + 1] - 1 > lsn) break;
+      victims.push_back(segments_[i]);
+    }
+  }
+  std::size_t removed = 0;
+  for (const Lsn first : victims) {
+    // Oldest first, the directory synced after each: a crash leaves the
+    // newest segments as a contiguous run.
+    Status s = env_.Remove(JoinPath(dir_, DurableLogSegmentName(first)));
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return InDurableLog(s);
+    s = env_.SyncDir(dir_);
+    {
+      // Dropped from the list once its removal is durable (DropThrough
+      // calls are serialized, so the front is `first`).
+      MutexLock lock(&mu_);
+      if (s.ok()) segments_.pop_front();
+    }
+    if (!s.ok()) return InDurableLog(s);
+    ++removed;
+  }
+  return removed;
+}
+
 std::uint64_t FileDurableLog::durable_records() const {
   MutexLock lock(&mu_);
   return durable_records_;
@@ -407,6 +797,213 @@ std::uint64_t FileDurableLog::durable_records() const {
 std::uint64_t FileDurableLog::syncs() const {
   MutexLock lock(&mu_);
   return syncs_;
+}
+
+std::size_t FileDurableLog::segments() const {
+  MutexLock lock(&mu_);
+  return segments_.size();
+}
+
+// ---------------------------------------------------------------------------
+// DurableLogReader
+
+class DurableLogReader::Segment final : public SegmentStream {
+ public:
+  using SegmentStream::SegmentStream;
+};
+
+DurableLogReader::DurableLogReader(std::string dir, Lsn from,
+                                   DurableLogReaderOptions options, Env& env)
+    : dir_(std::move(dir)),
+      options_(options),
+      env_(env),
+      next_lsn_(from) {}
+
+DurableLogReader::~DurableLogReader() = default;
+
+std::size_t DurableLogReader::buffer_capacity() const noexcept {
+  return segment_ == nullptr ? 0 : segment_->capacity();
+}
+
+Result<std::unique_ptr<DurableLogReader>> DurableLogReader::Open(
+    const std::string& dir, Lsn from, DurableLogReaderOptions options) {
+  if (dir.empty()) return InvalidArgumentError("durable log path is empty");
+  if (options.max_record_bytes == 0 ||
+      options.max_record_bytes > kDurableLogMaxRecordBytes ||
+      options.read_bytes == 0) {
+    return InvalidArgumentError(
+        "durable log reader: max_record_bytes must be in 1 .. 1 GiB and "
+        "read_bytes at least 1");
+  }
+  Env& env = *Env::OrDefault(options.env);
+  const std::string normal = durable_log_internal::NormalizeDir(dir);
+  Result<std::vector<Lsn>> firsts =
+      durable_log_internal::ListSegments(env, normal);
+  if (!firsts.ok()) return firsts.status();
+  if (firsts->empty()) {
+    return NotFoundError("durable log " + normal + " holds no segment");
+  }
+  if (from == 0) from = firsts->front();
+  // The newest segment starting at or before `from`.
+  auto it = std::upper_bound(firsts->begin(), firsts->end(), from);
+  if (it == firsts->begin()) {
+    return OutOfRangeError("durable log " + normal + " starts at LSN " +
+                           std::to_string(firsts->front()) + ", after " +
+                           std::to_string(from) + " (dropped)");
+  }
+  std::unique_ptr<DurableLogReader> reader(
+      new (std::nothrow) DurableLogReader(normal, from, options, env));
+  if (reader == nullptr) return ResourceExhaustedError("DurableLogReader");
+  CAIRN_RETURN_IF_ERROR(reader->OpenSegment(*std::prev(it)));
+  return reader;
+}
+
+Status DurableLogReader::OpenSegment(Lsn first) {
+  const std::string path = JoinPath(dir_, DurableLogSegmentName(first));
+  Result<std::unique_ptr<FileHandle>> file =
+      env_.NewFile(path, FileOpenMode::kReadOnly);
+  if (!file.ok()) {
+    if (file.status().code() == StatusCode::kNotFound) {
+      return OutOfRangeError("durable log segment " + path +
+                             " was dropped before it was read (LSN " +
+                             std::to_string(first) + ")");
+    }
+    return InDurableLog(file.status());
+  }
+  std::unique_ptr<Segment> segment(new (std::nothrow) Segment(
+      std::move(*file), options_.max_record_bytes, options_.read_bytes));
+  if (segment == nullptr) return ResourceExhaustedError("DurableLogReader");
+  // The header, read through the stream's buffer.
+  CAIRN_RETURN_IF_ERROR(segment->ReadHeader(path));
+  if (segment->first() != first) {
+    return DataLossError("durable log segment's header says first LSN " +
+                         std::to_string(segment->first()) + ": " + path);
+  }
+  segment_ = std::move(segment);
+  cursor_ = first;
+  bytes_read_ += kDurableLogHeaderBytes;
+  return Status::Ok();
+}
+
+Result<bool> DurableLogReader::NextSegmentExists() {
+  // A segment with no record yet is named cursor_ itself: its successor
+  // cannot exist (a writer rotates only after a record).
+  const bool empty = cursor_ == segment_->first();
+  if (!empty) {
+    Result<bool> named =
+        env_.FileExists(JoinPath(dir_, DurableLogSegmentName(cursor_)));
+    if (!named.ok()) return InDurableLog(named.status());
+    if (*named) return true;
+  }
+  // Not there by name: not yet written, or a gap, or dropped.
+  Result<std::vector<Lsn>> firsts =
+      durable_log_internal::ListSegments(env_, dir_);
+  if (!firsts.ok()) return firsts.status();
+  bool later = false;
+  bool current = false;
+  for (const Lsn first : *firsts) {
+    if (first == cursor_ && !empty) return true;  // created since the lookup
+    later |= first > cursor_;
+    current |= first == segment_->first();
+  }
+  if (!later) return false;
+  if (current) {
+    return DataLossError("durable log " + dir_ + " has no segment for LSN " +
+                         std::to_string(cursor_) +
+                         " but a later one: a gap between segments");
+  }
+  // Ours and its successor were dropped (DropThrough drops oldest first).
+  return OutOfRangeError("durable log segment for LSN " +
+                         std::to_string(cursor_) + " in " + dir_ +
+                         " was dropped before it was read");
+}
+
+Result<bool> DurableLogReader::Next(DurableLogEntry* out) {
+  damaged_tail_ = false;
+  // Set once the next segment is known to exist: the current one is then
+  // read to its end once more before moving on.
+  bool successor = false;
+  for (;;) {
+    Frame frame;
+    Result<FrameRead> read = segment_->Read(&frame);
+    if (!read.ok()) return read.status();
+    const auto where = [&] {
+      return " at offset " + std::to_string(segment_->offset()) + " of " +
+             JoinPath(dir_, DurableLogSegmentName(segment_->first()));
+    };
+    if (*read == FrameRead::kFrame) {
+      if (frame.lsn != cursor_) {
+        return DataLossError("durable log LSN " + std::to_string(frame.lsn) +
+                             " out of sequence (expected " +
+                             std::to_string(cursor_) + ")" + where());
+      }
+      segment_->Advance(frame);
+      bytes_read_ += frame.bytes;
+      ++cursor_;
+      if (frame.lsn < next_lsn_) continue;  // before `from`: skipped
+      out->lsn = frame.lsn;
+      out->body = frame.body;
+      next_lsn_ = frame.lsn + 1;
+      return true;
+    }
+    if (successor) {
+      if (*read != FrameRead::kEnd) {
+        return DataLossError(
+            "durable log record truncated or damaged in a segment that has "
+            "a successor" +
+            where());
+      }
+      CAIRN_RETURN_IF_ERROR(OpenSegment(cursor_));
+      successor = false;
+      continue;
+    }
+    Result<bool> exists = NextSegmentExists();
+    if (!exists.ok()) return exists.status();
+    if (*exists) {
+      // Its last bytes were written before its successor was created.
+      successor = true;
+      continue;
+    }
+    if (*read == FrameRead::kBad) {
+      Result<bool> follows = segment_->ValidFrameAfter(segment_->offset());
+      if (!follows.ok()) return follows.status();
+      if (*follows) {
+        return DataLossError("durable log record damaged" + where() +
+                             ", and a valid record follows");
+      }
+    }
+    damaged_tail_ = *read != FrameRead::kEnd;
+    return false;
+  }
+}
+
+Status ReadDurableLog(const std::string& dir,
+                      const std::function<void(Lsn, std::string_view)>& fn,
+                      DurableLogScan* scan, Env* env) {
+  DurableLogScan local;
+  if (scan == nullptr) scan = &local;
+  *scan = DurableLogScan();
+  DurableLogReaderOptions options;
+  options.env = env;
+  Result<std::unique_ptr<DurableLogReader>> reader =
+      DurableLogReader::Open(dir, 0, options);
+  if (!reader.ok()) return reader.status();
+  for (;;) {
+    DurableLogEntry entry;
+    Result<bool> next = (*reader)->Next(&entry);
+    if (!next.ok()) return next.status();
+    if (!*next) break;
+    if (fn) fn(entry.lsn, entry.body);
+    if (scan->records++ == 0) scan->first_lsn = entry.lsn;
+    scan->last_lsn = entry.lsn;
+  }
+  scan->valid_bytes = (*reader)->bytes_read();
+  if ((*reader)->stopped_at_damaged_tail()) {
+    return DataLossError("durable log " + dir +
+                         ": torn or damaged tail after LSN " +
+                         std::to_string((*reader)->next_lsn() - 1));
+  }
+  return Status::Ok();
 }
 
 CAIRN_NAMESPACE_END

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "cairn/base/status.h"
@@ -25,12 +26,12 @@ int UseEverythingA();
 int UseEverythingB();
 }  // namespace consumer
 
-// The README's "Durable log" example, on a file in $TMPDIR.
+// The README's "Durable log" example, on a log directory in $TMPDIR.
 int UseDurableLog() {
   const char* tmp = std::getenv("TMPDIR");
   const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") +
                            "/cairn-consumer-" + std::to_string(getpid()) +
-                           ".log";
+                           "-log";
   struct Meta {
     std::uint64_t location = 0;
   };
@@ -46,11 +47,14 @@ int UseDurableLog() {
   }
   std::uint64_t records = 0;
   if (rc == 0 &&
-      !cairn::ReadDurableLog(path, [&](std::string_view) { ++records; }).ok()) {
+      !cairn::ReadDurableLog(path, [&](cairn::Lsn, std::string_view) {
+         ++records;
+       }).ok()) {
     rc = 4;
   }
   if (rc == 0 && records != 1) rc = 5;
-  std::remove(path.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
   return rc;
 }
 

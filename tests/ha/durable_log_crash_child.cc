@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The durable-log crash test's child: a GroupDirectory logging to a
-// FileDurableLog at `path` makes a random stream of mutations (create,
+// FileDurableLog in directory `path` (4 KiB segments) makes a random stream of mutations (create,
 // create in a group, two-phase create + commit, upsert with a payload,
 // erase) until it is killed. Every record on_durable reports is sent to
 // `ack_fd` as one DurableAck (durable_log_crash.h), in the order on_durable
@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   // A record torn by the previous kill is cut (nothing after it was
   // acknowledged: the parent checks that before starting this child).
   options.truncate_damaged_tail = true;
+  options.segment_bytes = 4096;
   options.on_durable = [&](std::span<const cairn::ObjectToken> tokens) {
     DurableAck ack = expected;
     ack.objects = static_cast<std::uint32_t>(tokens.size());

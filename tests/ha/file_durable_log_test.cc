@@ -1,9 +1,10 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// FileDurableLog: the durable-log hook's records in a checksummed
-// append-only file with group commit; a torn or damaged tail is kDataLoss
-// with the valid prefix reported; a failed write is sticky.
+// FileDurableLog: the durable-log hook's records in checksummed append-only
+// segment files with group commit; a torn or damaged tail is kDataLoss with
+// the valid prefix reported; a failed write is sticky. LSNs, rotation,
+// DropThrough and DurableLogReader: durable_log_reader_test.cc.
 
 #include "cairn/ha/file_durable_log.h"
 
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -43,8 +45,14 @@ std::vector<std::string> ReadBodies(const std::string& path, Status* status,
                                     DurableLogScan* scan = nullptr) {
   std::vector<std::string> bodies;
   *status = ReadDurableLog(
-      path, [&](std::string_view body) { bodies.emplace_back(body); }, scan);
+      path, [&](Lsn, std::string_view body) { bodies.emplace_back(body); },
+      scan);
   return bodies;
+}
+
+// The first segment of the log in `dir` (every test here has one).
+std::string Segment1(const std::string& dir) {
+  return dir + "/" + DurableLogSegmentName(1);
 }
 
 // Writes `n` one-object records straight through the log's protocol.
@@ -95,7 +103,9 @@ TEST(FileDurableLogTest, H1DirectoryChangesRoundTripThroughTheFile) {
   const std::vector<std::string> bodies = ReadBodies(path, &s, &scan);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(scan.records, 10u);
-  EXPECT_EQ(scan.valid_bytes, ReadWholeFile(path).size());
+  EXPECT_EQ(scan.valid_bytes, ReadWholeFile(Segment1(path)).size());
+  EXPECT_EQ(scan.first_lsn, 1u);
+  EXPECT_EQ(scan.last_lsn, 10u);
   // Same records as the in-memory log saw (same ids: fresh directories).
   EXPECT_EQ(bodies, f.log.durable_bodies());
   // on_durable got every record's tokens, in order: 11 objects (a group
@@ -122,28 +132,29 @@ TEST(FileDurableLogTest, TornTailIsDataLossAndReportsTheValidPrefix) {
     ASSERT_TRUE(log.ok());
     AppendRecords(log->get(), 3, "k");
   }
-  const std::string whole = ReadWholeFile(path);
+  const std::string segment = Segment1(path);
+  const std::string whole = ReadWholeFile(segment);
   Status s;
   DurableLogScan full;
   ASSERT_EQ(ReadBodies(path, &s, &full).size(), 3u);
   ASSERT_TRUE(s.ok());
   // Every cut inside the last record (its frame or its body) is torn.
   DurableLogScan two;
-  WriteWholeFile(path, whole.substr(0, whole.size() - 1));
+  WriteWholeFile(segment, whole.substr(0, whole.size() - 1));
   std::vector<std::string> bodies = ReadBodies(path, &s, &two);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_EQ(bodies.size(), 2u);
   EXPECT_EQ(two.records, 2u);
   const std::size_t last = full.valid_bytes - two.valid_bytes;
   for (std::size_t cut = 1; cut < last; ++cut) {
-    WriteWholeFile(path, whole.substr(0, whole.size() - cut));
+    WriteWholeFile(segment, whole.substr(0, whole.size() - cut));
     DurableLogScan scan;
     EXPECT_EQ(ReadBodies(path, &s, &scan).size(), 2u) << cut;
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << cut;
     EXPECT_EQ(scan.valid_bytes, two.valid_bytes) << cut;
   }
   // Open refuses the damaged file unless told to cut the tail off.
-  WriteWholeFile(path, whole.substr(0, whole.size() - 5));
+  WriteWholeFile(segment, whole.substr(0, whole.size() - 5));
   Result<std::unique_ptr<FileDurableLog>> refused = FileDurableLog::Open(path);
   EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
   FileDurableLogOptions repair;
@@ -166,7 +177,8 @@ TEST(FileDurableLogTest, FlippedByteIsDataLoss) {
     ASSERT_TRUE(log.ok());
     AppendRecords(log->get(), 3, "k");
   }
-  const std::string whole = ReadWholeFile(path);
+  const std::string segment = Segment1(path);
+  const std::string whole = ReadWholeFile(segment);
   Status s;
   // Flip each byte of the records (not the header) in turn: every flip is
   // caught, and the records before the damaged one still read.
@@ -174,7 +186,7 @@ TEST(FileDurableLogTest, FlippedByteIsDataLoss) {
   for (std::size_t i = kDurableLogHeaderBytes; i < whole.size(); ++i) {
     std::string bad = whole;
     bad[i] ^= 0x20;
-    WriteWholeFile(path, bad);
+    WriteWholeFile(segment, bad);
     DurableLogScan scan;
     const std::vector<std::string> bodies = ReadBodies(path, &s, &scan);
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << i;
@@ -186,7 +198,7 @@ TEST(FileDurableLogTest, FlippedByteIsDataLoss) {
   // A damaged header: not a durable log, or another version.
   std::string bad_magic = whole;
   bad_magic[0] ^= 0x01;
-  WriteWholeFile(path, bad_magic);
+  WriteWholeFile(segment, bad_magic);
   ReadBodies(path, &s);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_EQ(FileDurableLog::Open(path).status().code(), StatusCode::kDataLoss);
@@ -254,7 +266,7 @@ TEST(FileDurableLogTest, FailedWriteIsStickyAndRefusesLaterChanges) {
   Dir d(o);
   ASSERT_TRUE(d.Create("before", Sized(1), {"x"}).ok());
   ASSERT_EQ(durable.load(), 1);
-  const std::size_t size = ReadWholeFile(path).size();
+  const std::size_t size = ReadWholeFile(Segment1(path)).size();
 
   struct rlimit saved;
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
@@ -288,10 +300,15 @@ TEST(FileDurableLogTest, BadOptionsAndPathsAreRejected) {
   ScratchDir dir;
   EXPECT_EQ(FileDurableLog::Open("").status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(FileDurableLog::Open(dir.path()).status().code(),
-            StatusCode::kInvalidArgument);  // a directory
+  WriteWholeFile(dir.File("file"), "x");
+  EXPECT_EQ(FileDurableLog::Open(dir.File("file")).status().code(),
+            StatusCode::kInvalidArgument);  // not a directory
   EXPECT_EQ(FileDurableLog::Open(dir.File("no/such/dir.log")).status().code(),
             StatusCode::kNotFound);
+  FileDurableLogOptions no_segment;
+  no_segment.segment_bytes = 0;
+  EXPECT_EQ(FileDurableLog::Open(dir.File("a.log"), no_segment).status().code(),
+            StatusCode::kInvalidArgument);
   FileDurableLogOptions zero;
   zero.max_record_bytes = 0;
   EXPECT_EQ(FileDurableLog::Open(dir.File("a.log"), zero).status().code(),
@@ -301,9 +318,10 @@ TEST(FileDurableLogTest, BadOptionsAndPathsAreRejected) {
   tight.max_pending_bytes = 100;
   EXPECT_EQ(FileDurableLog::Open(dir.File("a.log"), tight).status().code(),
             StatusCode::kInvalidArgument);
-  // A file that is not a durable log (here: empty) is refused.
-  WriteWholeFile(dir.File("empty.log"), "");
-  EXPECT_EQ(FileDurableLog::Open(dir.File("empty.log")).status().code(),
+  // A segment that is not a durable log segment (here: empty) is refused.
+  std::filesystem::create_directory(dir.File("empty"));
+  WriteWholeFile(Segment1(dir.File("empty")), "");
+  EXPECT_EQ(FileDurableLog::Open(dir.File("empty")).status().code(),
             StatusCode::kDataLoss);
   Status s;
   EXPECT_EQ(ReadBodies(dir.File("missing.log"), &s).size(), 0u);
@@ -382,30 +400,37 @@ TEST(FileDurableLogTest, H1ConcurrentWritersKeepPerKeyOrderInTheFile) {
   }
 }
 
-// The log's file goes through FileDurableLogOptions::env: its creation
-// (header, sync, directory sync), one write and one sync per group commit,
-// the reads of ReadDurableLog and of a reopen, and the cut of a damaged
-// tail. A sync the Env fails makes the log's error sticky; a write it
-// tears leaves a tail that a reopen cuts back to the durable records.
+// The log's files go through FileDurableLogOptions::env: the directory and
+// its first segment's creation (header, sync, rename, directory syncs), one
+// write and one sync per group commit, the reads of ReadDurableLog and of a
+// reopen, and the cut of a damaged tail. A sync the Env fails makes the
+// log's error sticky; a write it tears leaves a tail that a reopen cuts back
+// to the durable records.
 TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
   ScratchDir dir;
   testing::CountingEnv env;
   using testing::EnvCall;
-  const std::string path = dir.File("env.log");
+  const std::string path = dir.File("env");
+  const std::string segment = Segment1(path);
   FileDurableLogOptions options;
   options.env = &env;
   {
     Result<std::unique_ptr<FileDurableLog>> log =
         FileDurableLog::Open(path, options);
     ASSERT_TRUE(log.ok()) << log.status().ToString();
-    EXPECT_EQ(env.count(EnvCall::kNewFile, path), 2u);  // open, then create
-    EXPECT_EQ(env.count(EnvCall::kWriteAt, path), 1u);  // the header
-    EXPECT_EQ(env.count(EnvCall::kSync, path), 1u);
-    EXPECT_EQ(env.count(EnvCall::kSyncDir, dir.path()), 1u);
+    EXPECT_EQ(env.count(EnvCall::kCreateDir, path), 1u);
+    EXPECT_EQ(env.count(EnvCall::kNewFile, segment), 1u);  // <segment>.tmp
+    EXPECT_EQ(env.count(EnvCall::kWriteAt, segment), 1u);  // the header
+    EXPECT_EQ(env.count(EnvCall::kSync, segment), 1u);
+    EXPECT_EQ(env.count(EnvCall::kRename, segment), 1u);
+    // The parent (a new log) and the log's directory (the new segment).
+    EXPECT_EQ(env.count(EnvCall::kSyncDir, dir.path()), 2u);
+    EXPECT_EQ(env.count(EnvCall::kSyncDir, path), 1u);
     AppendRecords(log->get(), 3, "a");
-    EXPECT_EQ(env.count(EnvCall::kWriteAt, path), 4u);
-    EXPECT_EQ(env.count(EnvCall::kSync, path), 4u);
+    EXPECT_EQ(env.count(EnvCall::kWriteAt, segment), 4u);
+    EXPECT_EQ(env.count(EnvCall::kSync, segment), 4u);
     EXPECT_EQ((*log)->syncs(), 3u);
+    EXPECT_EQ((*log)->durable_lsn(), 3u);
 
     env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"));
     std::string body;
@@ -418,7 +443,9 @@ TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
     EXPECT_EQ(sticky.code(), StatusCode::kInternal);
     EXPECT_EQ(sticky.message(), "durable log: injected sync failure");
     EXPECT_EQ((*log)->durable_records(), 3u);
+    EXPECT_EQ((*log)->durable_lsn(), 3u);
     EXPECT_EQ((*log)->Reserve(body.size()).status(), sticky);
+    EXPECT_EQ((*log)->Rotate(), sticky);
   }
   // The failed sync's record reached the file but never became durable;
   // here it reads back whole (the Env dropped only the sync).
@@ -436,6 +463,7 @@ TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
     Result<std::unique_ptr<FileDurableLog>> log =
         FileDurableLog::Open(path, options);
     ASSERT_TRUE(log.ok()) << log.status().ToString();
+    EXPECT_EQ((*log)->durable_lsn(), 4u);
     env.TearNth(EnvCall::kWriteAt, 1, 5);
     AppendRecords(log->get(), 1, "torn");
     EXPECT_FALSE((*log)->status().ok());
@@ -443,9 +471,9 @@ TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
   EXPECT_EQ(FileDurableLog::Open(path, options).status().code(),
             StatusCode::kDataLoss);
   options.truncate_damaged_tail = true;
-  const std::uint64_t truncates = env.count(EnvCall::kTruncate, path);
+  const std::uint64_t truncates = env.count(EnvCall::kTruncate, segment);
   ASSERT_TRUE(FileDurableLog::Open(path, options).ok());
-  EXPECT_EQ(env.count(EnvCall::kTruncate, path), truncates + 1);
+  EXPECT_EQ(env.count(EnvCall::kTruncate, segment), truncates + 1);
   EXPECT_TRUE(ReadDurableLog(path, nullptr, &scan, &env).ok());
   EXPECT_EQ(scan.records, 4u);
 }

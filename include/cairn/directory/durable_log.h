@@ -56,6 +56,8 @@
 
 CAIRN_NAMESPACE_BEGIN
 
+// A record's log sequence number (FileDurableLog: gapless, from 1).
+using Lsn = std::uint64_t;
 // Room for one record, from Reserve to Finalize or Cancel. `id` is the log's
 // own name for it (never 0 for a granted reservation); `bytes` what was
 // asked for.
