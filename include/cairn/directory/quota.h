@@ -69,6 +69,27 @@ class QuotaAccount {
     }
   }
 
+  // Charges `bytes` whatever the limit and whether admission is open: for
+  // an object the primary already admitted (a snapshot restore, a log
+  // replay), which must come back even if it leaves the account over its
+  // limit (deficit() then says by how much; the tenant-quota eviction policy
+  // frees it). Errors, nothing charged: kInvalidArgument if the sum would
+  // overflow 63 bits. Lock-free; allocates only the error message.
+  Status ForceCharge(std::uint64_t bytes) {
+    std::uint64_t state = state_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (bytes > kUnlimited - (state & ~kClosedBit)) {
+        return InvalidArgumentError("quota charge overflows");
+      }
+      // The closed bit is kept as it is.
+      if (state_.compare_exchange_weak(state, state + bytes,
+                                       std::memory_order_relaxed,
+                                       std::memory_order_relaxed)) {
+        return Status::Ok();
+      }
+    }
+  }
+
   // Subtracts `bytes`. A release larger than what is charged is a ledger
   // mismatch: kFailedPrecondition, and nothing changes (Q2). Code-only
   // status; lock-free; works while admission is closed.
