@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -35,18 +37,24 @@ constexpr std::uint64_t kTrailerSeed = 0x736e7472;  // "sntr"
 constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 // Header: magic u64 | version u32 | header bytes u32 | tenants u64 | groups
-// u64 | objects u64 | records u64 | reserved u64 (0) | checksum u64 (of the
-// first 56 bytes).
-constexpr std::size_t kHeaderChecked = 56;
+// u64 | objects u64 | records u64 | log position u64 | next instance u64 |
+// reserved u64 (0) | checksum u64 (of the first 72 bytes).
+constexpr std::size_t kHeaderChecked = kSnapshotHeaderBytes - 8;
+// Version 1's header: 64 bytes, sealed at 56. Its header-bytes field says
+// so, which tells an intact older file (kFailedPrecondition) from a damaged
+// one (kDataLoss).
+constexpr std::size_t kV1HeaderBytes = 64;
 // Trailer: magic u64 | file bytes u64 | records u64 | checksum u64 (of the
 // final header, the records' digest and the trailer's first 24 bytes).
 constexpr std::size_t kTrailerChecked = 24;
-// Object body: size u64 | counted u64 | retained u64 | lease ttl i64 | soft
-// pin ttl i64 | flags u32 | key bytes u32 | payload bytes u32 | key | payload.
-constexpr std::size_t kObjectFixed = 52;
+// Object body: id u64 | version u64 | size u64 | counted u64 | retained u64
+// | lease ttl i64 | soft pin ttl i64 | flags u32 | key bytes u32 | payload
+// bytes u32 | key | payload.
+constexpr std::size_t kObjectFixed = 68;
 constexpr std::uint32_t kFlagHardPinned = 1;
-// Tenant body: instance u64 | quota limit u64 | name bytes u32 | name.
-constexpr std::size_t kTenantFixed = 20;
+// Tenant body: instance u64 | quota limit u64 | next object id u64 | name
+// bytes u32 | name.
+constexpr std::size_t kTenantFixed = 28;
 // Group body: members u32 | name bytes u32 | name.
 constexpr std::size_t kGroupFixed = 8;
 // Tenant end body: groups u64 | objects u64.
@@ -54,7 +62,8 @@ constexpr std::size_t kTenantEndBytes = 16;
 
 void EncodeHeader(char* out, std::uint32_t version, std::uint64_t tenants,
                   std::uint64_t groups, std::uint64_t objects,
-                  std::uint64_t records) {
+                  std::uint64_t records, std::uint64_t log_position,
+                  std::uint64_t next_instance) {
   std::memset(out, 0, kSnapshotHeaderBytes);
   StoreFixed<std::uint64_t>(out, kSnapshotMagic);
   StoreFixed<std::uint32_t>(out + 8, version);
@@ -64,6 +73,8 @@ void EncodeHeader(char* out, std::uint32_t version, std::uint64_t tenants,
   StoreFixed<std::uint64_t>(out + 24, groups);
   StoreFixed<std::uint64_t>(out + 32, objects);
   StoreFixed<std::uint64_t>(out + 40, records);
+  StoreFixed<std::uint64_t>(out + 48, log_position);
+  StoreFixed<std::uint64_t>(out + 56, next_instance);
   base_internal::SealRegion(out, kHeaderChecked, kHeaderSeed);
 }
 
@@ -189,6 +200,7 @@ Status SnapshotFileWriter::BeginTenant(const SnapshotTenant& tenant) {
   body_.clear();
   PutFixed<std::uint64_t>(&body_, tenant.instance);
   PutFixed<std::uint64_t>(&body_, tenant.quota_limit_bytes);
+  PutFixed<std::uint64_t>(&body_, tenant.next_object_id);
   PutFixed<std::uint32_t>(&body_,
                           static_cast<std::uint32_t>(tenant.name.size()));
   body_.append(tenant.name);
@@ -211,11 +223,15 @@ Status SnapshotFileWriter::AddGroup(std::string_view name,
 }
 
 Status SnapshotFileWriter::AddObject(const SnapshotObject& object) {
-  CAIRN_CHECK_MSG(in_tenant_ && !object.key.empty(), "AddObject out of order");
+  CAIRN_CHECK_MSG(in_tenant_ && !object.key.empty() && object.id != 0 &&
+                      object.version != 0,
+                  "AddObject out of order");
   if (members_left_ > 0) --members_left_;
   ++objects_;
   ++tenant_objects_;
   body_.clear();
+  PutFixed<std::uint64_t>(&body_, object.id);
+  PutFixed<std::uint64_t>(&body_, object.version);
   PutFixed<std::uint64_t>(&body_, object.size_bytes);
   PutFixed<std::uint64_t>(&body_, object.counted_bytes);
   PutFixed<std::uint64_t>(&body_, object.retained_bytes);
@@ -247,7 +263,7 @@ Status SnapshotFileWriter::Commit() {
   }
   char header[kSnapshotHeaderBytes];
   EncodeHeader(header, options_.format_version, tenants_, groups_, objects_,
-               records_);
+               records_, options_.log_position, next_instance_);
   char trailer[kSnapshotTrailerBytes];
   EncodeTrailer(trailer, header, offset_ + kSnapshotTrailerBytes, records_,
                 digest_.Digest());
@@ -288,6 +304,9 @@ class RecordParser {
     std::size_t members_left = 0;
     std::uint64_t tenant_counted = 0;  // the tenant's counted bytes so far
     std::unordered_set<std::string_view> names;
+    std::unordered_set<std::uint64_t> instances;
+    // The tenant's ids so far, with their keys.
+    std::unordered_map<std::uint64_t, std::string_view> ids;
     while (at_ < end_) {
       SnapshotRecordType type = SnapshotRecordType::kTenant;
       const char* body = nullptr;
@@ -298,19 +317,31 @@ class RecordParser {
         case SnapshotRecordType::kTenant: {
           if (tenant != nullptr) return Corrupt("tenant inside a tenant");
           if (bytes < kTenantFixed) return Corrupt("short tenant record");
-          const std::uint32_t name_bytes = LoadFixed<std::uint32_t>(body + 16);
+          const std::uint32_t name_bytes = LoadFixed<std::uint32_t>(body + 24);
           if (name_bytes != bytes - kTenantFixed) {
             return Corrupt("tenant record length");
           }
           out->tenants.emplace_back();
           tenant = &out->tenants.back();
           tenant_counted = 0;
+          ids.clear();
           tenant->tenant.instance = LoadFixed<std::uint64_t>(body);
           tenant->tenant.quota_limit_bytes = LoadFixed<std::uint64_t>(body + 8);
+          tenant->tenant.next_object_id = LoadFixed<std::uint64_t>(body + 16);
           tenant->tenant.name =
               std::string_view(body + kTenantFixed, name_bytes);
+          if (tenant->tenant.next_object_id == 0 ||
+              tenant->tenant.instance ==
+                  std::numeric_limits<std::uint64_t>::max()) {
+            return Corrupt("tenant record fields");
+          }
           if (!names.insert(tenant->tenant.name).second) {
             return Corrupt("tenant named twice");
+          }
+          // Instance 0: a lone directory's snapshot that had none.
+          if (tenant->tenant.instance != 0 &&
+              !instances.insert(tenant->tenant.instance).second) {
+            return Corrupt("tenant instance named twice");
           }
           break;
         }
@@ -337,19 +368,23 @@ class RecordParser {
           if (tenant == nullptr) return Corrupt("object outside a tenant");
           if (bytes < kObjectFixed) return Corrupt("short object record");
           SnapshotObject o;
-          o.size_bytes = LoadFixed<std::uint64_t>(body);
-          o.counted_bytes = LoadFixed<std::uint64_t>(body + 8);
-          o.retained_bytes = LoadFixed<std::uint64_t>(body + 16);
-          o.lease_ttl_nanos = LoadFixed<std::int64_t>(body + 24);
-          o.soft_pin_ttl_nanos = LoadFixed<std::int64_t>(body + 32);
-          const std::uint32_t flags = LoadFixed<std::uint32_t>(body + 40);
-          const std::uint32_t key_bytes = LoadFixed<std::uint32_t>(body + 44);
+          o.id = LoadFixed<std::uint64_t>(body);
+          o.version = LoadFixed<std::uint64_t>(body + 8);
+          o.size_bytes = LoadFixed<std::uint64_t>(body + 16);
+          o.counted_bytes = LoadFixed<std::uint64_t>(body + 24);
+          o.retained_bytes = LoadFixed<std::uint64_t>(body + 32);
+          o.lease_ttl_nanos = LoadFixed<std::int64_t>(body + 40);
+          o.soft_pin_ttl_nanos = LoadFixed<std::int64_t>(body + 48);
+          const std::uint32_t flags = LoadFixed<std::uint32_t>(body + 56);
+          const std::uint32_t key_bytes = LoadFixed<std::uint32_t>(body + 60);
           const std::uint32_t payload_bytes =
-              LoadFixed<std::uint32_t>(body + 48);
+              LoadFixed<std::uint32_t>(body + 64);
           if ((flags & ~kFlagHardPinned) != 0 || key_bytes == 0 ||
               std::uint64_t{key_bytes} + payload_bytes !=
                   bytes - kObjectFixed ||
-              o.lease_ttl_nanos < 0 || o.soft_pin_ttl_nanos < 0) {
+              o.lease_ttl_nanos < 0 || o.soft_pin_ttl_nanos < 0 || o.id == 0 ||
+              o.id == std::numeric_limits<std::uint64_t>::max() ||
+              o.version == 0) {
             return Corrupt("object record fields");
           }
           // No account holds more than kUnlimited: only a damaged (or
@@ -362,6 +397,12 @@ class RecordParser {
           o.key = std::string_view(body + kObjectFixed, key_bytes);
           o.payload =
               std::string_view(body + kObjectFixed + key_bytes, payload_bytes);
+          // One id under two keys is no state a directory had (a key met
+          // twice, as one object, is the plan's to skip).
+          if (auto [it, fresh] = ids.emplace(o.id, o.key);
+              !fresh && it->second != o.key) {
+            return Corrupt("object id under two keys");
+          }
           if (members_left > 0) {
             --members_left;
             ++tenant->units.back().count;
@@ -444,17 +485,32 @@ Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file) {
   const std::vector<char>& bytes = parsed.bytes;
   const std::size_t size = bytes.size();
   const char* header = bytes.data();
-  CAIRN_RETURN_IF_ERROR(base_internal::VerifySealedHeader(
+  // A header that says it is version 1's size is checked as one, so an
+  // intact version-1 file is told apart from a damaged file.
+  const bool v1_sized =
+      size >= 16 && LoadFixed<std::uint32_t>(header + 12) == kV1HeaderBytes;
+  Status verified = base_internal::VerifySealedHeader(
       std::span<const char>(header, size), kSnapshotMagic,
-      kSnapshotFormatVersion, kHeaderChecked, kHeaderSeed,
+      kSnapshotFormatVersion, v1_sized ? kV1HeaderBytes - 8 : kHeaderChecked,
+      kHeaderSeed,
       {.format = "snapshot",
        .truncated = "snapshot is truncated: no complete header",
        .wrong_magic = "not a cairn snapshot: wrong magic",
-       .bad_checksum = "snapshot header checksum mismatch"}));
+       .bad_checksum = "snapshot header checksum mismatch"});
+  if (verified.code() == StatusCode::kFailedPrecondition &&
+      LoadFixed<std::uint32_t>(header + 8) == 1) {
+    return FailedPreconditionError(
+        std::string(verified.message()) +
+        ": a version-1 snapshot records no log position, object ids or "
+        "versions, so it cannot start a replica; take a new snapshot");
+  }
+  CAIRN_RETURN_IF_ERROR(verified);
   if (LoadFixed<std::uint32_t>(header + 12) != kSnapshotHeaderBytes ||
-      LoadFixed<std::uint64_t>(header + 48) != 0) {
+      LoadFixed<std::uint64_t>(header + 64) != 0) {
     return DataLossError("snapshot header fields");
   }
+  parsed.log_position = LoadFixed<std::uint64_t>(header + 48);
+  parsed.next_instance = LoadFixed<std::uint64_t>(header + 56);
   if (size < kSnapshotHeaderBytes + kSnapshotTrailerBytes) {
     return DataLossError("snapshot is truncated: no trailer");
   }
@@ -486,7 +542,8 @@ Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file) {
 
 std::vector<char> FrameSnapshotForTest(
     std::span<const std::pair<SnapshotRecordType, std::string>> records,
-    std::uint32_t version) {
+    std::uint32_t version, std::uint64_t log_position,
+    std::uint64_t next_instance) {
   std::string out(kSnapshotHeaderBytes, '\0');
   std::uint64_t counts[4] = {0, 0, 0, 0};  // tenants, groups, objects, all
   for (const auto& [type, body] : records) {
@@ -497,7 +554,8 @@ std::vector<char> FrameSnapshotForTest(
     ++counts[3];
   }
   char header[kSnapshotHeaderBytes];
-  EncodeHeader(header, version, counts[0], counts[1], counts[2], counts[3]);
+  EncodeHeader(header, version, counts[0], counts[1], counts[2], counts[3],
+               log_position, next_instance);
   std::memcpy(out.data(), header, sizeof(header));
   const std::uint64_t digest =
       Checksum64(out.data() + kSnapshotHeaderBytes,

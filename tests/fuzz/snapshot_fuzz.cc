@@ -45,8 +45,9 @@ void Put(std::string& out, T value) {
 }
 
 // A body of `type` whose lengths agree with its bytes: fixed fields from
-// the front of `raw` (zero padded), names and keys from the rest.
-std::string Shape(Type type, const std::string& raw) {
+// the front of `raw` (zero padded), names and keys from the rest; an
+// object's id is 1 + `index` (its record's), its version from `raw`.
+std::string Shape(Type type, const std::string& raw, std::size_t index) {
   std::string fields = raw;
   fields.resize(raw.size() < 48 ? 48 : raw.size(), '\0');
   const std::string rest = raw.size() > 8 ? raw.substr(8) : std::string("k");
@@ -54,6 +55,7 @@ std::string Shape(Type type, const std::string& raw) {
   switch (type) {
     case Type::kTenant:
       out.append(fields, 0, 16);  // instance, quota limit
+      Put<std::uint64_t>(out, 1 + static_cast<std::uint8_t>(fields[16]));
       Put<std::uint32_t>(out, static_cast<std::uint32_t>(rest.size()));
       out.append(rest);
       break;
@@ -65,6 +67,8 @@ std::string Shape(Type type, const std::string& raw) {
     case Type::kObject: {
       fields[31] = static_cast<char>(fields[31] & 0x7f);  // lease >= 0
       fields[39] = static_cast<char>(fields[39] & 0x7f);  // soft pin >= 0
+      Put<std::uint64_t>(out, 1 + index);                 // id
+      Put<std::uint64_t>(out, 1 + static_cast<std::uint8_t>(fields[43]));
       out.append(fields, 0, 40);  // sizes, lease, soft pin
       Put<std::uint32_t>(out, static_cast<std::uint8_t>(fields[40]) % 2);
       const std::size_t key = 1 + static_cast<std::uint8_t>(fields[41]) % 4;
@@ -112,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
       std::string body(in + at, take);
       at += take;
       if (shaped) {
-        body = Shape(type, body);
+        body = Shape(type, body, records.size());
         if (type == Type::kTenant) groups = objects = 0;
         if (type == Type::kGroup) ++groups;
         if (type == Type::kObject) ++objects;
@@ -155,6 +159,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     Require(cairn::directory_internal::LoadTenant(dir, *plan, &charged).ok());
     Require(dir.object_count() == plan->objects);
     Require(dir.group_count() == plan->groups);
+    // The id counter resumed above every stored id and the stored next id.
+    const std::uint64_t next = cairn::DirectoryHooks::NextObjectIdPeek(dir);
+    Require(next > plan->max_object_id && next >= tenant.tenant.next_object_id);
   }
   return 0;
 }

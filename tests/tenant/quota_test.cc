@@ -74,6 +74,32 @@ TEST(QuotaTest, Q1ChargeFailsWithDeficitAndNothingCharged) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(QuotaTest, ForceChargePassesTheLimitAndClosedAdmissionButNotOverflow) {
+  // A restored or replayed object was admitted by the primary: it is
+  // charged whatever the replica's limit or admission says.
+  QuotaAccount account(100);
+  ASSERT_TRUE(account.Charge(60).ok());
+  ASSERT_TRUE(account.ForceCharge(70).ok());
+  EXPECT_EQ(account.charged(), 130u);
+  EXPECT_EQ(account.deficit(), 30u);
+  EXPECT_EQ(account.Charge(1).code(), StatusCode::kResourceExhausted);
+  account.CloseAdmission();
+  ASSERT_TRUE(account.ForceCharge(5).ok());
+  EXPECT_EQ(account.charged(), 135u);
+  EXPECT_TRUE(account.admission_closed());  // the closed bit is kept
+  EXPECT_EQ(account.Charge(0).code(), StatusCode::kResourceExhausted);
+  // Only an overflow of the 63-bit count fails, charging nothing.
+  EXPECT_EQ(account.ForceCharge(QuotaAccount::kUnlimited - 134).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(account.charged(), 135u);
+  EXPECT_TRUE(account.admission_closed());
+  ASSERT_TRUE(account.ForceCharge(QuotaAccount::kUnlimited - 135).ok());
+  EXPECT_EQ(account.charged(), QuotaAccount::kUnlimited);
+  EXPECT_TRUE(account.admission_closed());
+  ASSERT_TRUE(account.Release(QuotaAccount::kUnlimited).ok());
+  EXPECT_EQ(account.charged(), 0u);
+}
+
 TEST(QuotaTest, Q1ConcurrentChargesNeverOvershootTheLimit) {
   QuotaAccount account(1000);
   std::atomic<long> granted{0};

@@ -258,6 +258,76 @@ TEST(TenantRegistryTest, T2RemoveLeavesHandlesValidAndNewInstanceIsFresh) {
             StatusCode::kNotFound);
 }
 
+TEST(TenantRegistryTest, CreateInstanceKeepsTheInstanceAndResumesTheCounter) {
+  // RegistryHooks (restore and log replay): a tenant with a given instance
+  // id, no factory; the counter resumes above it and never moves back.
+  Registry registry;
+  const TenantInstanceId def = registry.default_tenant()->instance_id();
+  EXPECT_EQ(def, 1u);
+  EXPECT_EQ(RegistryHooks::NextInstancePeek(registry), 2u);
+  TenantOptions options;
+  options.quota_limit_bytes = 77;
+  auto a = RegistryHooks::CreateInstance(registry, "a", 40, options);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->instance_id(), 40u);
+  EXPECT_EQ((*a)->quota().limit(), 77u);
+  EXPECT_EQ((*a)->directory().tenant_instance(), 40u);
+  auto found = registry.Find("a");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->get(), a->get());
+  auto b = RegistryHooks::CreateInstance(registry, "b", 9, options);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(RegistryHooks::NextInstancePeek(registry), 41u);
+  auto c = registry.GetOrCreate("c", Limit(1));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->instance_id(), 41u);
+  RegistryHooks::ReserveInstances(registry, 99);
+  RegistryHooks::ReserveInstances(registry, 50);  // never lowers
+  EXPECT_EQ(RegistryHooks::NextInstancePeek(registry), 100u);
+  auto d = registry.GetOrCreate("d", Limit(1));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)->instance_id(), 100u);
+  // Errors publish nothing.
+  const std::size_t size = registry.size();
+  EXPECT_EQ(RegistryHooks::CreateInstance(registry, "a", 200, options)
+                .status()
+                .code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(RegistryHooks::CreateInstance(registry, "default", 201, options)
+                .status()
+                .code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(
+      RegistryHooks::CreateInstance(registry, "e", 0, options).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      RegistryHooks::CreateInstance(registry, "", 202, options).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(RegistryHooks::CreateInstance(registry, std::string(300, 'x'), 203,
+                                          options)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.size(), size);
+  EXPECT_EQ((*a)->instance_id(), 40u);
+  // Remove works on it as on any tenant; a later GetOrCreate is fresh (T2).
+  ASSERT_TRUE(registry.Remove("a", 40).ok());
+  auto again = registry.GetOrCreate("a", Limit(1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_GT((*again)->instance_id(), 200u);
+}
+
+TEST(TenantRegistryTest, DefaultTenantInstanceOptionSetsItAndTheCounter) {
+  RegistryOptions options;
+  options.default_tenant_instance = 17;
+  Registry registry(options);
+  EXPECT_EQ(registry.default_tenant()->instance_id(), 17u);
+  EXPECT_EQ(registry.default_tenant()->directory().tenant_instance(), 17u);
+  auto a = registry.GetOrCreate("a", Limit(1));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)->instance_id(), 18u);
+}
+
 TEST(TenantRegistryTest, T2EmptyTenantsStayUntilRemoved) {
   Registry registry;
   Result<Registry::Handle> t = registry.GetOrCreate("empty", Limit(10));

@@ -3,10 +3,11 @@
 //
 // The steps of a GroupDirectory that the components built on it need and a
 // host serving requests does not: the census and the revalidating commit of
-// the eviction kernel (cairn/tenant/eviction.h) and the one-unit read of a
-// snapshot (cairn/ha/snapshot.h). They are not GroupDirectory methods so the
-// host API stays what a host calls; a host writing its own eviction policy
-// may use them too, under the same rules.
+// the eviction kernel (cairn/tenant/eviction.h), the one-unit read of a
+// snapshot (cairn/ha/snapshot.h), and the creates with a given identity and
+// the id counter of a restore or a log replay (cairn/ha). They are not
+// GroupDirectory methods so the host API stays what a host calls; a host
+// writing its own eviction policy may use them too, under the same rules.
 
 #ifndef CAIRN_DIRECTORY_DIRECTORY_HOOKS_H_
 #define CAIRN_DIRECTORY_DIRECTORY_HOOKS_H_
@@ -20,6 +21,7 @@
 
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
+#include "cairn/directory/directory_options.h"
 #include "cairn/directory/object_entry.h"
 
 CAIRN_NAMESPACE_BEGIN
@@ -39,6 +41,53 @@ struct EvictedObject {
 
 class DirectoryHooks {
  public:
+  // The identity a restored or replayed object keeps: its ObjectId and
+  // version as the primary had them, so later log records (which name
+  // objects by tenant instance and id) address this instance.
+  struct RestoredIdentity {
+    ObjectId id = 0;
+    std::uint64_t version = 1;
+  };
+
+  // Creates `key` as kActive with id `identity.id` and version
+  // `identity.version`, for a snapshot restore or a log replay. Never
+  // logged to the directory's durable log (the change is already in a log
+  // or a snapshot); options.counted_bytes is charged with
+  // QuotaAccount::ForceCharge (past the limit and past closed admission:
+  // the primary admitted the object). The id counter first resumes above
+  // identity.id (ids are never reused, even if the create then fails).
+  // Options as Create (group, sizes, lease, pins). Errors as Create, each
+  // with no state change but the id counter: kInvalidArgument (id 0 or the
+  // largest ObjectId, version 0, bad key or group name), kAlreadyExists
+  // (key routed), kFailedPrecondition (group being torn down), kUnavailable
+  // (shut down), the route's write error; ForceCharge's kInvalidArgument on
+  // overflow. The caller keeps ids unique in the directory (a snapshot's
+  // reader refuses a file naming one id under two keys). Locks, blocking
+  // and allocation as Create. Not for use inside a callback.
+  template <typename Directory>
+  static Result<typename Directory::Handle> CreateRestored(
+      Directory& dir, std::string_view key, RestoredIdentity identity,
+      const CreateOptions& options,
+      typename Directory::PayloadType payload =
+          typename Directory::PayloadType()) {
+    return dir.CreateRestored(key, identity, options, std::move(payload));
+  }
+
+  // Raises the id counter of `dir` so every later id is > `id` (a replayed
+  // record names an id the replica never created, say an erase of an object
+  // it never saw). Never lowers it. Lock-free; any thread.
+  template <typename Directory>
+  static void ReserveObjectIds(Directory& dir, ObjectId id) noexcept {
+    dir.ReserveObjectIds(id);
+  }
+
+  // The id the next create of `dir` would get (every id handed out so far
+  // is below it), for a snapshot to record. Lock-free; any thread.
+  template <typename Directory>
+  static ObjectId NextObjectIdPeek(const Directory& dir) noexcept {
+    return dir.PeekNextObjectId();
+  }
+
   // Census: fn(const Handle&, const ObjectMetadata&) for every active
   // object of `dir`, the metadata copied under the object's shared lock
   // without granting any lease (a census is not a read), fn called with no

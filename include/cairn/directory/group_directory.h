@@ -688,6 +688,25 @@ class GroupDirectory {
   ObjectId NextObjectId() noexcept {
     return next_object_id_.fetch_add(1, std::memory_order_relaxed);
   }
+  // A new entry, not yet routed nor kActive (nothing reads its version
+  // until it is): the version a restored object had.
+  static void SetRestoredVersion(
+      Entry* e, const DirectoryHooks::RestoredIdentity& identity) noexcept {
+    e->version_.store(identity.version, std::memory_order_relaxed);
+  }
+  // DirectoryHooks::NextObjectIdPeek / ReserveObjectIds.
+  ObjectId PeekNextObjectId() const noexcept {
+    return next_object_id_.load(std::memory_order_relaxed);
+  }
+  void ReserveObjectIds(ObjectId id) noexcept {
+    if (id == std::numeric_limits<ObjectId>::max()) [[unlikely]]
+      id = std::numeric_limits<ObjectId>::max() - 1;  // keep the counter
+    ObjectId next = next_object_id_.load(std::memory_order_relaxed);
+    while (next <= id && !next_object_id_.compare_exchange_weak(
+                             next, id + 1, std::memory_order_relaxed,
+                             std::memory_order_relaxed)) {
+    }
+  }
 
   // The group transaction locks a run-time set of members in a loop and
   // unlocks them in another, which the analysis cannot pair.
@@ -943,8 +962,27 @@ class GroupDirectory {
 
   // ---- create ----
 
-  Result<Handle> CreateImpl(std::string_view key, const CreateOptions& options,
-                            Payload payload, bool pending) {
+  // DirectoryHooks::CreateRestored: the create path with a given identity.
+  Result<Handle> CreateRestored(std::string_view key,
+                                DirectoryHooks::RestoredIdentity identity,
+                                const CreateOptions& options, Payload payload) {
+    if (identity.id == 0 ||
+        identity.id == std::numeric_limits<ObjectId>::max() ||
+        identity.version == 0) {
+      return InvalidArgumentError("restored object id or version out of range");
+    }
+    ReserveObjectIds(identity.id);
+    return CreateImpl(key, options, std::move(payload), /*pending=*/false,
+                      &identity);
+  }
+
+  // `restored` (DirectoryHooks::CreateRestored only; null on every host
+  // create): the id and version the object gets instead of NextObjectId()
+  // and 1, no durable-log record, and a forced charge.
+  Result<Handle> CreateImpl(
+      std::string_view key, const CreateOptions& options, Payload payload,
+      bool pending,
+      const DirectoryHooks::RestoredIdentity* restored = nullptr) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (!options.group.empty() &&
         options.group.size() > options_.max_key_bytes) {
@@ -974,7 +1012,7 @@ class GroupDirectory {
                 options_.tenant_instance);  // cancels on every failure return,
                                             // after the locks
     std::string payload_bytes;
-    if (!pending && options_.durable_log != nullptr) {
+    if (!pending && options_.durable_log != nullptr && restored == nullptr) {
       if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
         DurablePayloadCodec<Payload>::Encode(payload, &payload_bytes);
       }
@@ -985,8 +1023,13 @@ class GroupDirectory {
       }
     }
     // Quota (Q1, Q3): charged first, lock-free, and refunded if the create
-    // fails.
-    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
+    // fails. A restored object was admitted by the primary: forced.
+    if (Status s = restored == nullptr
+                       ? ChargeQuota(options.counted_bytes)
+                       : ForceChargeQuota(options.counted_bytes);
+        !s.ok()) {
+      return s;
+    }
     RetryPendingUnlinks();
     // Retire budget first, with no lock held: waiting for it may run
     // deleters (host destructors), which must never run under our locks.
@@ -995,21 +1038,20 @@ class GroupDirectory {
       RefundQuota(options.counted_bytes).IgnoreError();
       return std::move(budget).status();
     }
-    Result<Handle> made =
-        CreateWithBudget(key, options, std::move(init), std::move(payload),
-                         &budget.value(), pending, &log, payload_bytes);
+    Result<Handle> made = CreateWithBudget(
+        key, options, std::move(init), std::move(payload), &budget.value(),
+        pending, &log, payload_bytes, restored);
     if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
     route_.ReclaimIfDue();
     if (made.ok()) log.Finalize(made.value().token());
     return made;
   }
 
-  Result<Handle> CreateWithBudget(std::string_view key,
-                                  const CreateOptions& options,
-                                  directory_internal::EntryInit init,
-                                  Payload payload, WriteBudget* budget,
-                                  bool pending, LogStep* log,
-                                  std::string_view payload_bytes) {
+  Result<Handle> CreateWithBudget(
+      std::string_view key, const CreateOptions& options,
+      directory_internal::EntryInit init, Payload payload, WriteBudget* budget,
+      bool pending, LogStep* log, std::string_view payload_bytes,
+      const DirectoryHooks::RestoredIdentity* restored) {
     Owner routed;  // outlives the stripe: its release may free an entry
     // An entry that failed to publish is destroyed (its payload destructor
     // is host code) only after the group lock and the stripe are released
@@ -1031,9 +1073,10 @@ class GroupDirectory {
       }
     }
     if (options.group.empty()) {
-      init.id = NextObjectId();
+      init.id = restored == nullptr ? NextObjectId() : restored->id;
       Owner owner =
           std::make_shared<Entry>(std::move(init), nullptr, std::move(payload));
+      if (restored != nullptr) SetRestoredVersion(owner.get(), *restored);
       // Durable log (H1): the record is appended under the new entry's lock
       // before the entry is routed; a failed append publishes nothing.
       Status s = pending ? Status::Ok()
@@ -1060,10 +1103,11 @@ class GroupDirectory {
         }
         continue;
       }
-      init.id = NextObjectId();
+      init.id = restored == nullptr ? NextObjectId() : restored->id;
       const std::int64_t lease = init.lease_deadline_nanos;
       init.lease_deadline_nanos = 0;  // a member's lease is the group's
       Entry* entry = group->AddMember(std::move(init), std::move(payload));
+      if (restored != nullptr) SetRestoredVersion(entry, *restored);
       Owner owner(group, entry);  // aliasing: keeps the group alive
       Status s =
           pending ? Status::Ok() : ActivateLogged(entry, log, payload_bytes);
@@ -1393,6 +1437,10 @@ class GroupDirectory {
   Status ChargeQuota(std::uint64_t bytes) {
     if (options_.quota == nullptr || bytes == 0) return Status::Ok();
     return options_.quota->Charge(bytes);
+  }
+  Status ForceChargeQuota(std::uint64_t bytes) {
+    if (options_.quota == nullptr || bytes == 0) return Status::Ok();
+    return options_.quota->ForceCharge(bytes);
   }
   Status RefundQuota(std::uint64_t bytes) noexcept {
     if (options_.quota == nullptr || bytes == 0) return Status::Ok();

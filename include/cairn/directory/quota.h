@@ -69,15 +69,19 @@ class QuotaAccount {
     }
   }
 
-  // Adds `bytes` past the limit and past closed admission: for a change the
-  // account admitted once already (a restored or replayed object). Errors,
-  // nothing charged: kInvalidArgument if the sum would overflow 63 bits.
+  // Charges `bytes` whatever the limit and whether admission is open: for
+  // an object the primary already admitted (a snapshot restore, a log
+  // replay), which must come back even if it leaves the account over its
+  // limit (deficit() then says by how much; the tenant-quota eviction policy
+  // frees it). Errors, nothing charged: kInvalidArgument if the sum would
+  // overflow 63 bits. Lock-free; allocates only the error message.
   Status ForceCharge(std::uint64_t bytes) {
     std::uint64_t state = state_.load(std::memory_order_relaxed);
     for (;;) {
       if (bytes > kUnlimited - (state & ~kClosedBit)) {
         return InvalidArgumentError("quota charge overflows");
       }
+      // The closed bit is kept as it is.
       if (state_.compare_exchange_weak(state, state + bytes,
                                        std::memory_order_relaxed,
                                        std::memory_order_relaxed)) {

@@ -6,9 +6,14 @@
 // serves; RestoreSnapshot / RestoreRegistrySnapshot build a fresh directory
 // or registry from such a file.
 //
-// What a snapshot holds: every kActive object's key, explicit group, size,
-// counted and retained bytes, hard pin, the time its lease and soft pin had
-// left when it was read, and its payload as the host's encoder wrote it.
+// What a snapshot holds: every kActive object's key, ObjectId, version,
+// explicit group, size, counted and retained bytes, hard pin, the time its
+// lease and soft pin had left when it was read, and its payload as the
+// host's encoder wrote it; per tenant its name, instance id, quota limit and
+// next ObjectId; per file the durable-log position it reflects
+// (SnapshotWriteOptions::log_position) and, for a registry, its next
+// TenantInstanceId. A snapshot at log position P plus a replay of every log
+// record above P rebuilds the state (HA recovery).
 // Objects that are not kActive (a pending put) are not written; a staged
 // upsert is not either (its object is written in its committed state). Each
 // unit is read in one step under its locks (DirectoryHooks::InspectUnit): a
@@ -19,9 +24,12 @@
 //
 // What a restore does: validates the whole file (checksums, lengths,
 // grammar, counts) and decodes every payload before it creates anything;
-// then creates the objects with fresh ObjectIds in a new directory whose
-// route starts at a bucket count sized from the stored object count
-// (std::bit_ceil of it, or the host's bucket_count if larger). Each group's
+// then creates the objects with their stored ObjectIds and versions
+// (DirectoryHooks::CreateRestored, so later log records address them) in a
+// new directory whose id counter resumes above every stored id and the
+// stored next id, and whose route starts at a bucket count sized from the
+// stored object count (std::bit_ceil of it, or the host's bucket_count if
+// larger). Each group's
 // lease is the largest member lease stored (group lease = max member
 // deadline), restarted from the restore's clock; every object's counted
 // bytes are charged to its tenant's account. A file that fails validation
@@ -84,10 +92,15 @@ struct SnapshotStats {
   std::size_t groups = 0;
   std::size_t objects = 0;
   std::uint64_t file_bytes = 0;
+  // The durable-log position the snapshot reflects: the write's
+  // SnapshotWriteOptions::log_position, the value a restore read (0: none).
+  // Replay every log record above it on the restored state.
+  std::uint64_t log_position = 0;
   // Restore only: units (a singleton, or a group with all its members) not
   // created because an earlier unit of the file holds one of their keys or
   // their group name. A key erased and created again while the snapshot ran
-  // can be met twice; the unit read first wins (docs/snapshot.md).
+  // can be met twice; the unit read first wins, and a replay of the log from
+  // log_position repairs what it kept (docs/snapshot.md).
   std::size_t skipped_units = 0;
 };
 
@@ -132,7 +145,11 @@ Status WriteTenantSection(const GroupDirectory<Payload, Route>& directory,
   using Directory = GroupDirectory<Payload, Route>;
   using Handle = typename Directory::Handle;
   using View = typename Directory::View;
-  CAIRN_RETURN_IF_ERROR(out->BeginTenant(tenant));
+  // Read before any unit: every id handed out before the visit is below it,
+  // including ids of objects erased before the snapshot (never reused).
+  SnapshotTenant record = tenant;
+  record.next_object_id = DirectoryHooks::NextObjectIdPeek(directory);
+  CAIRN_RETURN_IF_ERROR(out->BeginTenant(record));
   std::unordered_set<GroupId> seen_groups;
   std::vector<SnapshotUnitObject> unit;
   std::size_t used = 0;
@@ -157,6 +174,8 @@ Status WriteTenantSection(const GroupDirectory<Payload, Route>& directory,
             o.payload.clear();
             if (encode) encoded = encode(view.payload(), &o.payload);
             SnapshotObject& r = o.record;
+            r.id = view.id();
+            r.version = view.version();
             r.size_bytes = view.size_bytes();
             r.counted_bytes = view.counted_bytes();
             r.retained_bytes = view.retained_bytes();
@@ -207,6 +226,7 @@ Status WriteSnapshotFile(const std::string& path,
     stats->groups = writer.groups();
     stats->objects = writer.objects();
     stats->file_bytes = writer.bytes() + kSnapshotTrailerBytes;
+    stats->log_position = options.log_position;
   }
   return Status::Ok();
 }
@@ -236,6 +256,9 @@ struct TenantRestorePlan {
   std::uint64_t groups = 0;
   std::uint64_t counted_bytes = 0;
   std::size_t skipped_units = 0;
+  // The largest ObjectId in the section, skipped units included: the
+  // restored id counter resumes above it and above the stored next id.
+  std::uint64_t max_object_id = 0;
 };
 
 template <typename Payload>
@@ -247,6 +270,9 @@ Result<TenantRestorePlan<Payload>> PlanTenantRestore(
   std::unordered_set<std::string_view> keys;
   std::unordered_set<std::string_view> group_names;
   keys.reserve(tenant.objects.size());
+  for (const SnapshotObject& o : tenant.objects) {
+    plan.max_object_id = std::max<std::uint64_t>(plan.max_object_id, o.id);
+  }
   for (const SnapshotUnit& u : tenant.units) {
     if (u.group_name.size() > max_key_bytes) {
       return InvalidArgumentError(
@@ -313,11 +339,17 @@ Result<TenantRestorePlan<Payload>> PlanTenantRestore(
   return plan;
 }
 
-// Creates the plan's objects in `directory`; *charged accumulates the
-// counted bytes charged so far (for the caller's rollback).
+// Creates the plan's objects in `directory` with their stored ids and
+// versions (DirectoryHooks::CreateRestored, charges forced), then resumes
+// the id counter above max(stored next id, largest stored id); *charged
+// accumulates the counted bytes charged so far (for the caller's rollback).
 template <typename Payload, template <typename> class Route>
 Status LoadTenant(GroupDirectory<Payload, Route>& directory,
                   TenantRestorePlan<Payload>& plan, std::uint64_t* charged) {
+  DirectoryHooks::ReserveObjectIds(
+      directory, std::max<std::uint64_t>(
+                     plan.max_object_id,
+                     plan.parsed->tenant.next_object_id - 1));  // never 0
   std::size_t next_payload = 0;
   for (const auto& u : plan.units) {
     for (std::size_t i = u.first; i < u.first + u.count; ++i) {
@@ -330,8 +362,9 @@ Status LoadTenant(GroupDirectory<Payload, Route>& directory,
       options.lease_ttl = RestoredTtl(u.lease_ttl_nanos);
       options.soft_pin_ttl = RestoredTtl(o.soft_pin_ttl_nanos);
       options.hard_pin = o.hard_pinned;
-      auto made = directory.Create(o.key, options,
-                                   std::move(plan.payloads[next_payload++]));
+      auto made = DirectoryHooks::CreateRestored(
+          directory, o.key, {.id = o.id, .version = o.version}, options,
+          std::move(plan.payloads[next_payload++]));
       if (!made.ok()) {
         const Status& s = made.status();
         return Status(s.code(), "restoring snapshot key '" +
@@ -405,9 +438,13 @@ Status WriteSnapshot(
     const std::type_identity_t<SnapshotEncoder<Payload>>& encode,
     const SnapshotWriteOptions& options = {}, SnapshotStats* stats = nullptr) {
   CAIRN_RETURN_IF_ERROR(directory_internal::CheckEncoder<Payload>(encode));
+  // Read before the tenants: every instance handed out before is below it.
+  const TenantInstanceId next_instance =
+      RegistryHooks::NextInstancePeek(registry);
   const auto tenants = registry.Tenants();
   return directory_internal::WriteSnapshotFile(
       path, options, stats, [&](directory_internal::SnapshotFileWriter* w) {
+        w->set_next_instance(next_instance);
         for (const auto& tenant : tenants) {
           directory_internal::SnapshotTenant record;
           record.name = tenant->name();
@@ -423,11 +460,16 @@ Status WriteSnapshot(
 // ---- restore ---------------------------------------------------------------
 
 // Builds a new directory from a snapshot holding one tenant section.
-// `options` are the new directory's (clock, callbacks, quota account, ...);
-// options.route.bucket_count is raised to the presized count. The stored
-// quota limit is not applied: the host's account (options.quota) is. Before
-// anything is created the file is validated, every payload decoded and the
-// account asked for the sum of the counted bytes. Errors, with nothing
+// `options` are the new directory's (clock, callbacks, quota account, tenant
+// instance, ...); options.route.bucket_count is raised to the presized
+// count. Every object keeps its stored ObjectId and version; the id counter
+// resumes above the stored next id and every stored id. The stored quota
+// limit and tenant instance are not applied: the host's account
+// (options.quota) and options.tenant_instance are. Before anything is
+// created the file is validated, every payload decoded and the account
+// asked for the sum of the counted bytes (the objects are then charged with
+// ForceCharge, so a host charging the account meanwhile may leave it over
+// its limit rather than fail the restore half-way). Errors, with nothing
 // created and the account unchanged: kDataLoss (corrupt, truncated or not a
 // snapshot), kFailedPrecondition (another format version), kInvalidArgument
 // (several tenant sections; a key or group name over options.max_key_bytes;
@@ -481,19 +523,29 @@ Result<std::unique_ptr<GroupDirectory<Payload, Route>>> RestoreSnapshot(
     stats->groups = plan->groups;
     stats->objects = plan->objects;
     stats->file_bytes = parsed->bytes.size();
+    stats->log_position = parsed->log_position;
     stats->skipped_units = plan->skipped_units;
   }
   return directory;
 }
 
 // Builds a new registry from a snapshot: one tenant per section, under its
-// stored name, with a fresh TenantInstanceId (the stored one is only
-// recorded: a restored tenant is a new instance, T2), its stored quota limit
-// and options.default_tenant_options.directory as its directory options
-// (route presized from its own object count). The tenant named
-// options.default_tenant is the registry's default tenant. Each account is
-// loaded with admission unlimited and then given its stored limit, so a
-// tenant that was over its limit when snapshotted is restored over it
+// stored name and its stored TenantInstanceId (RegistryHooks::CreateInstance:
+// log records name tenants by instance, T2), its stored quota limit and
+// options.default_tenant_options.directory as its directory options (route
+// presized from its own object count); every object keeps its stored
+// ObjectId and version, each directory's id counter resumes above its
+// stored next id and every stored id, and the registry's instance counter
+// above its stored next instance and every stored instance. The tenant
+// named options.default_tenant is the registry's default tenant, built with
+// the stored instance (options.default_tenant_instance is set to it); a
+// file with no section of that name gives the default tenant
+// options.default_tenant_instance if set (kInvalidArgument if a section
+// holds it), else a fresh instance above every stored one. A section
+// stored with instance 0 (a lone directory's snapshot that had none) gets a
+// fresh instance. Each account is charged its objects' counted bytes
+// (forced: the primary admitted them) and then given its stored limit, so
+// a tenant that was over its limit when snapshotted is restored over it
 // (QuotaAccount::deficit(), which the tenant-quota eviction policy frees)
 // rather than refused. Errors, with no registry built: as RestoreSnapshot,
 // plus kInvalidArgument for a tenant name the registry refuses. The file is
@@ -512,6 +564,7 @@ Result<std::unique_ptr<TenantRegistry<Payload, Route>>> RestoreRegistrySnapshot(
   const DirectoryOptions base = options.default_tenant_options.directory;
   std::vector<Plan> plans;
   plans.reserve(parsed->tenants.size());
+  TenantInstanceId max_instance = 0;
   for (const auto& tenant : parsed->tenants) {
     const std::string_view name = tenant.tenant.name;
     if (name.empty() || name.size() > options.max_name_bytes) {
@@ -521,27 +574,43 @@ Result<std::unique_ptr<TenantRegistry<Payload, Route>>> RestoreRegistrySnapshot(
         tenant, decode, base.max_key_bytes);
     if (!plan.ok()) return std::move(plan).status();
     plans.push_back(std::move(plan).value());
+    max_instance = std::max(max_instance, tenant.tenant.instance);
   }
+  // Every instance handed out by the snapshotted registry is below this.
+  const TenantInstanceId resume =
+      std::max<TenantInstanceId>(parsed->next_instance, max_instance + 1);
   const std::uint64_t default_limit =
       options.default_tenant_options.quota_limit_bytes;
   options.default_tenant_options.quota_limit_bytes = QuotaAccount::kUnlimited;
+  bool default_in_file = false;
   for (const Plan& plan : plans) {
     if (plan.parsed->tenant.name == options.default_tenant) {
+      default_in_file = true;
       options.default_tenant_options.directory.route.bucket_count =
           directory_internal::PresizedBucketCount(base.route.bucket_count,
                                                   plan.objects);
+      options.default_tenant_instance = plan.parsed->tenant.instance != 0
+                                            ? plan.parsed->tenant.instance
+                                            : resume;
+    } else if (plan.parsed->tenant.instance != 0 &&
+               plan.parsed->tenant.instance ==
+                   options.default_tenant_instance) {
+      return InvalidArgumentError(
+          "options.default_tenant_instance is a stored tenant's instance");
     }
+  }
+  if (options.default_tenant_instance == 0) {
+    options.default_tenant_instance = resume;
   }
   const std::string default_name = options.default_tenant;
   auto registry = std::make_unique<Registry>(std::move(options));
+  RegistryHooks::ReserveInstances(*registry, resume - 1);
   SnapshotStats totals;
-  bool default_restored = false;
   for (Plan& plan : plans) {
     const std::string_view name = plan.parsed->tenant.name;
     typename Registry::Handle tenant;
     if (name == default_name) {
       tenant = registry->default_tenant();
-      default_restored = true;
     } else {
       TenantOptions made;
       made.quota_limit_bytes = QuotaAccount::kUnlimited;
@@ -549,9 +618,15 @@ Result<std::unique_ptr<TenantRegistry<Payload, Route>>> RestoreRegistrySnapshot(
       made.directory.route.bucket_count =
           directory_internal::PresizedBucketCount(base.route.bucket_count,
                                                   plan.objects);
-      auto created = registry->GetOrCreate(
-          name,
-          [&made](std::string_view) -> Result<TenantOptions> { return made; });
+      Result<typename Registry::Handle> created =
+          plan.parsed->tenant.instance != 0
+              ? RegistryHooks::CreateInstance(*registry, name,
+                                              plan.parsed->tenant.instance,
+                                              std::move(made))
+              : registry->GetOrCreate(
+                    name, [&made](std::string_view) -> Result<TenantOptions> {
+                      return made;
+                    });
       if (!created.ok()) return std::move(created).status();
       tenant = std::move(created).value();
     }
@@ -564,10 +639,11 @@ Result<std::unique_ptr<TenantRegistry<Payload, Route>>> RestoreRegistrySnapshot(
     totals.objects += plan.objects;
     totals.skipped_units += plan.skipped_units;
   }
-  if (!default_restored)
+  if (!default_in_file)
     registry->default_tenant()->quota().set_limit(default_limit);
   if (stats != nullptr) {
     totals.file_bytes = parsed->bytes.size();
+    totals.log_position = parsed->log_position;
     *stats = totals;
   }
   return registry;

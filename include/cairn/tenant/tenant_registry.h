@@ -40,6 +40,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -129,6 +130,10 @@ struct RegistryOptions {
   // Created with the registry and never removed (Remove refuses it).
   std::string default_tenant = "default";
   TenantOptions default_tenant_options;
+  // The default tenant's instance id; 0: the registry's first (1). Non-zero
+  // (RestoreRegistrySnapshot passes a snapshot's): that id, and the
+  // registry's instance counter starts above it.
+  TenantInstanceId default_tenant_instance = 0;
   std::size_t max_name_bytes = 256;
   // The durable log (H1, docs/durable_log.md) that records every tenant
   // GetOrCreate publishes and every Remove, and the log of each tenant's
@@ -136,6 +141,45 @@ struct RegistryOptions {
   // creation is not logged: every registry starts with it. Not owned; must
   // outlive the registry. Null: nothing is logged.
   DurableLog* durable_log = nullptr;
+};
+
+// The steps of a TenantRegistry that a snapshot restore and a log replay
+// need (cairn/ha) and a host serving requests does not: a tenant made with a
+// given instance id, and the instance counter. Not TenantRegistry methods
+// so the host API stays what a host calls.
+class RegistryHooks {
+ public:
+  // Makes tenant `name` with instance id `instance` and `options` (the
+  // registry overrides the three directory fields as for any tenant). The
+  // factory is not called and nothing is logged: the tenant is already in a
+  // snapshot or a log. The instance counter first resumes above `instance`
+  // (instance ids are never reused). Errors, nothing published:
+  // kInvalidArgument (empty or too long name, instance 0 or the largest
+  // TenantInstanceId), kAlreadyExists (a tenant named `name` exists or is
+  // being created), kAborted (the tenant's construction threw),
+  // kResourceExhausted (registry domain full, or out of memory). The caller
+  // keeps instance ids unique (a snapshot's reader refuses a file naming
+  // one twice). Locks the registry writer lock briefly; allocates. Not for
+  // use inside WithTenant.
+  template <typename Registry>
+  static Result<typename Registry::Handle> CreateInstance(
+      Registry& r, std::string_view name, TenantInstanceId instance,
+      TenantOptions options) {
+    return r.CreateInstance(name, instance, std::move(options));
+  }
+  // The instance id the next created tenant would get (every id handed out
+  // so far is below it). Lock-free.
+  template <typename Registry>
+  static TenantInstanceId NextInstancePeek(const Registry& r) noexcept {
+    return r.next_instance_.load(std::memory_order_relaxed);
+  }
+  // Raises the instance counter so every later id is > `instance`. Never
+  // lowers it. Lock-free.
+  template <typename Registry>
+  static void ReserveInstances(Registry& r,
+                               TenantInstanceId instance) noexcept {
+    r.ReserveInstances(instance);
+  }
 };
 
 template <typename Payload = EmptyPayload,
@@ -162,10 +206,14 @@ class TenantRegistry {
         current_(new Snapshot()) {
     TenantOptions defaults = options_.default_tenant_options;
     Result<Handle> made =
-        GetOrCreate(options_.default_tenant,
-                    [defaults](std::string_view) -> Result<TenantOptions> {
-                      return defaults;
-                    });
+        options_.default_tenant_instance != 0
+            ? CreateInstance(options_.default_tenant,
+                             options_.default_tenant_instance, defaults)
+            : GetOrCreate(
+                  options_.default_tenant,
+                  [defaults](std::string_view) -> Result<TenantOptions> {
+                    return defaults;
+                  });
     CAIRN_CHECK_MSG(made.ok(), "the default tenant could not be created");
     default_ = std::move(made).value();
   }
@@ -259,6 +307,8 @@ class TenantRegistry {
   EpochDomain& registry_domain() const noexcept { return registry_domain_; }
 
  private:
+  friend class RegistryHooks;
+
   struct Snapshot {
     std::unordered_map<std::string, Handle, base_internal::KeyHash,
                        base_internal::KeyEq>
@@ -407,6 +457,73 @@ class TenantRegistry {
     promise.set_value(outcome);
     if (!outcome.status.ok()) return outcome.status;
     return outcome.tenant;
+  }
+
+  // RegistryHooks::ReserveInstances.
+  void ReserveInstances(TenantInstanceId instance) noexcept {
+    constexpr TenantInstanceId kMax =
+        std::numeric_limits<TenantInstanceId>::max();
+    if (instance == kMax) [[unlikely]]
+      instance = kMax - 1;  // keep the counter
+    TenantInstanceId next = next_instance_.load(std::memory_order_relaxed);
+    while (next <= instance &&
+           !next_instance_.compare_exchange_weak(next, instance + 1,
+                                                 std::memory_order_relaxed,
+                                                 std::memory_order_relaxed)) {
+    }
+  }
+
+  // RegistryHooks::CreateInstance: a tenant of a given instance id, built
+  // and published as Create() does, with no factory and no racers to wait
+  // for (a name being created by GetOrCreate is kAlreadyExists).
+  Result<Handle> CreateInstance(std::string_view name,
+                                TenantInstanceId instance,
+                                TenantOptions options) {
+    if (name.empty() || name.size() > options_.max_name_bytes) {
+      return InvalidArgumentError("bad tenant name");
+    }
+    if (instance == 0 ||
+        instance == std::numeric_limits<TenantInstanceId>::max()) {
+      return InvalidArgumentError("tenant instance id out of range");
+    }
+    ReserveInstances(instance);
+    try {
+      {
+        MutexLock lock(&mu_);
+        const Snapshot* s = current_.load(std::memory_order_relaxed);
+        if (s->tenants.find(name) != s->tenants.end() ||
+            creating_.find(name) != creating_.end()) {
+          return AlreadyExistsError("tenant name exists");
+        }
+      }
+      Handle tenant = std::make_shared<TenantType>(
+          std::string(name), instance, std::move(options), route_domain_);
+      Result<RetireReservation> budget = ReserveSnapshot();
+      if (!budget.ok()) return std::move(budget).status();
+      const Snapshot* old = nullptr;
+      {
+        MutexLock lock(&mu_);
+        const Snapshot* s = current_.load(std::memory_order_relaxed);
+        // Checked again under the lock that publishes: a racing
+        // GetOrCreate or CreateInstance of the name may have published.
+        if (s->tenants.find(name) != s->tenants.end() ||
+            creating_.find(name) != creating_.end()) {
+          return AlreadyExistsError("tenant name exists");
+        }
+        auto next = std::make_unique<Snapshot>(*s);
+        next->tenants.emplace(std::string(name), tenant);
+        old = s;
+        current_.store(next.release(), std::memory_order_release);
+      }
+      registry_domain_.RetireReserved(std::move(budget).value(),
+                                      const_cast<Snapshot*>(old),
+                                      &DeleteSnapshot);
+      return tenant;
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError("out of memory creating a tenant");
+    } catch (const std::exception& e) {
+      return AbortedError(e.what());
+    }
   }
 
   Outcome Build(std::string_view name, const Factory& factory) {

@@ -11,8 +11,10 @@
 //             followed by exactly its members' kObject records), then
 //             kTenantEnd with the tenant's group and object counts
 //
-// The header carries the magic, the format version and the totals (tenants,
-// groups, objects, records) and a checksum of its own fields; it is written
+// The header carries the magic, the format version, the totals (tenants,
+// groups, objects, records), the durable-log position the snapshot reflects,
+// the registry's next instance id and a checksum of its own fields; it is
+// written
 // last, over a zeroed placeholder, once the totals are known. The trailer
 // carries its magic, the file length, the record count and a checksum over
 // the final header, a digest of every record byte and its own fields, so a
@@ -46,8 +48,10 @@ inline constexpr std::uint64_t kSnapshotMagic =
     0x504e534e52494143ull;  // "CAIRNSNP"
 inline constexpr std::uint64_t kSnapshotTrailerMagic =
     0x444e454e52494143ull;  // "CAIRNEND"
-inline constexpr std::uint32_t kSnapshotFormatVersion = 1;
-inline constexpr std::size_t kSnapshotHeaderBytes = 64;
+// Version 2 added the log position, the id counters and each object's id
+// and version; a version-1 file (64-byte header) is refused.
+inline constexpr std::uint32_t kSnapshotFormatVersion = 2;
+inline constexpr std::size_t kSnapshotHeaderBytes = 80;
 inline constexpr std::size_t kSnapshotTrailerBytes = 32;
 inline constexpr std::size_t kSnapshotRecordFrameBytes = 16;
 // A record body (one key and its encoded payload, say) is at most this big.
@@ -60,6 +64,12 @@ struct SnapshotWriteOptions {
   // The tenant name a snapshot of a lone GroupDirectory records (a
   // registry's or a Tenant's snapshot records the tenants' own names).
   std::string tenant_name = "default";
+  // The durable log's durable LSN read BEFORE the snapshot starts: every
+  // record at or below it had its change visible before any unit was read,
+  // so the snapshot reflects it or a later state; replay applies every
+  // record above it. 0: none (no log). Recorded in the header and returned
+  // by a restore (SnapshotStats::log_position).
+  std::uint64_t log_position = 0;
   // For tests that need a well-formed file of another format version.
   std::uint32_t format_version = kSnapshotFormatVersion;
   // The file layer the snapshot is written through; null means
@@ -81,7 +91,9 @@ enum class SnapshotRecordType : std::uint8_t {
 // clock has no origin shared with another process.
 struct SnapshotObject {
   std::string_view key;
-  std::string_view payload;  // the host encoder's bytes
+  std::string_view payload;   // the host encoder's bytes
+  std::uint64_t id = 0;       // its ObjectId (never 0)
+  std::uint64_t version = 1;  // its version (never 0)
   std::uint64_t size_bytes = 0;
   std::uint64_t counted_bytes = 0;
   std::uint64_t retained_bytes = 0;
@@ -92,8 +104,10 @@ struct SnapshotObject {
 
 struct SnapshotTenant {
   std::string_view name;
-  std::uint64_t instance = 0;  // the snapshotted instance's id (recorded only)
+  std::uint64_t instance = 0;  // the snapshotted instance's id
   std::uint64_t quota_limit_bytes = 0;
+  // The directory's next ObjectId, read before any of its units (never 0).
+  std::uint64_t next_object_id = 1;
 };
 
 // A singleton (empty group_name) or an explicit group: objects
@@ -117,6 +131,8 @@ struct ParsedSnapshot {
   std::vector<ParsedSnapshotTenant> tenants;
   std::uint64_t groups = 0;
   std::uint64_t objects = 0;
+  std::uint64_t log_position = 0;
+  std::uint64_t next_instance = 0;  // 0: not a registry's snapshot
 };
 
 // Writes a snapshot to a temporary file of its own (`path`.tmp.<pid>.<n>,
@@ -134,6 +150,9 @@ class SnapshotFileWriter {
   SnapshotFileWriter(const SnapshotFileWriter&) = delete;
   SnapshotFileWriter& operator=(const SnapshotFileWriter&) = delete;
 
+  // The registry's next instance id, read before its tenants (0, the
+  // default: not a registry's snapshot). Any time before Commit.
+  void set_next_instance(std::uint64_t next) noexcept { next_instance_ = next; }
   Status BeginTenant(const SnapshotTenant& tenant);
   // A group of `members` objects; exactly that many AddObject calls follow.
   Status AddGroup(std::string_view name, std::size_t members);
@@ -168,6 +187,7 @@ class SnapshotFileWriter {
   std::uint64_t tenants_ = 0;
   std::uint64_t groups_ = 0;
   std::uint64_t objects_ = 0;
+  std::uint64_t next_instance_ = 0;
   std::uint64_t tenant_groups_ = 0;
   std::uint64_t tenant_objects_ = 0;
   std::size_t members_left_ = 0;
@@ -194,7 +214,8 @@ Result<ParsedSnapshot> ParseSnapshot(std::vector<char> file);
 // which need files whose checksums pass and whose grammar or fields do not.
 std::vector<char> FrameSnapshotForTest(
     std::span<const std::pair<SnapshotRecordType, std::string>> records,
-    std::uint32_t version = kSnapshotFormatVersion);
+    std::uint32_t version = kSnapshotFormatVersion,
+    std::uint64_t log_position = 0, std::uint64_t next_instance = 0);
 
 }  // namespace directory_internal
 
