@@ -38,7 +38,7 @@ using testing::CrashState;
 CrashState DumpRecovered(const TenantRegistry<CrashBlob>& registry) {
   CrashState state;
   for (const auto& tenant : registry.Tenants()) {
-    auto& objects = state[tenant->name()];
+    auto& objects = state[std::string(tenant->name())];
     std::uint64_t sum = 0;
     auto& dir = tenant->directory();
     EXPECT_TRUE(
@@ -105,7 +105,7 @@ TEST(RecoveryCrashTest, EveryAcknowledgedMutationSurvivesSigkill) {
       ++recovered_with_snapshot;
     }
     auto recovered = Recover<CrashBlob>(options);
-    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
     const CrashState got = DumpRecovered(recovered.value()->registry());
 
     // The model after the acknowledged mutations, and after one more.

@@ -141,8 +141,8 @@ Status ApplyDurableRecord(GroupDirectory<Payload, Route>& directory,
       // Routed as another instance: one a later record recreates, or a
       // leftover of an earlier one; either way this post-state replaces it.
       if (auto routed = directory.Pin(state.key); routed.ok()) {
-        Status erased = DirectoryHooks::ReplayErase(directory, state.key,
-                                                    routed.value().id());
+        Status erased = DirectoryHooks::ReplayErase(
+            directory, state.key, routed.value().token().object);
         if (!erased.ok() && erased.code() != StatusCode::kNotFound) {
           return erased;
         }
@@ -152,7 +152,8 @@ Status ApplyDurableRecord(GroupDirectory<Payload, Route>& directory,
       options.size_bytes = state.size_bytes;
       options.counted_bytes = state.counted_bytes;
       auto made = DirectoryHooks::CreateRestored(
-          directory, state.key, RestoredIdentity{state.object, state.version},
+          directory, state.key,
+          DirectoryHooks::RestoredIdentity{state.object, state.version},
           options, std::move(payload));
       return made.ok() ? Status::Ok() : std::move(made).status();
     }

@@ -173,6 +173,13 @@ class RegistryHooks {
   static TenantInstanceId NextInstancePeek(const Registry& r) noexcept {
     return r.next_instance_.load(std::memory_order_relaxed);
   }
+  // Removes tenant `name` if it is still instance `instance`, as Remove
+  // does, but without logging it: the removal is already in a log (replay).
+  template <typename Registry>
+  static Status RemoveUnlogged(Registry& r, std::string_view name,
+                               TenantInstanceId instance) {
+    return r.RemoveInstance(name, instance, nullptr);
+  }
   // Raises the instance counter so every later id is > `instance`. Never
   // lowers it. Lock-free.
   template <typename Registry>
@@ -497,7 +504,8 @@ class TenantRegistry {
         }
       }
       Handle tenant = std::make_shared<TenantType>(
-          std::string(name), instance, std::move(options), route_domain_);
+          std::string(name), instance, WithRegistryLog(std::move(options)),
+          route_domain_);
       Result<RetireReservation> budget = ReserveSnapshot();
       if (!budget.ok()) return std::move(budget).status();
       const Snapshot* old = nullptr;
