@@ -23,6 +23,7 @@
 
 #include "cairn/base/clock.h"
 #include "directory/directory_testing.h"
+#include "directory/every_log.h"
 #include "testing/directory_peer.h"
 #include "testing/stress.h"
 
@@ -1085,15 +1086,17 @@ struct ProbePayload {
   std::atomic<int>* destroyed = nullptr;
   std::atomic<int>* under_lock = nullptr;
   std::vector<std::thread>* probes = nullptr;
+  const testing::TestLog* log = nullptr;
   ProbePayload() = default;
   ProbePayload(ProbeDirectory* d, std::atomic<int>* n, std::atomic<int>* bad,
-               std::vector<std::thread>* p)
-      : dir(d), destroyed(n), under_lock(bad), probes(p) {}
+               std::vector<std::thread>* p, const testing::TestLog* l)
+      : dir(d), destroyed(n), under_lock(bad), probes(p), log(l) {}
   ProbePayload(ProbePayload&& other) noexcept
       : dir(std::exchange(other.dir, nullptr)),
         destroyed(other.destroyed),
         under_lock(other.under_lock),
         probes(other.probes),
+        log(other.log),
         read_key(std::move(other.read_key)) {}
   // Only into a moved-from payload: overwriting a live one would run its
   // release in place, under whatever lock the caller holds.
@@ -1103,6 +1106,7 @@ struct ProbePayload {
     destroyed = other.destroyed;
     under_lock = other.under_lock;
     probes = other.probes;
+    log = other.log;
     read_key = std::move(other.read_key);
     return *this;
   }
@@ -1111,6 +1115,10 @@ struct ProbePayload {
   std::string read_key;
   ~ProbePayload() {
     if (dir == nullptr) return;
+    // With a log, the probe also needs every earlier record resolved (the
+    // file log's Finalize waits for them).
+    EXPECT_FALSE(log->HasUnresolvedRecord())
+        << "payload destroyed while a logged write's record is unresolved";
     const int n = destroyed->fetch_add(1) + 1;
     auto done = std::make_shared<std::atomic<bool>>(false);
     ProbeDirectory* d = dir;
@@ -1131,13 +1139,25 @@ struct ProbePayload {
   }
 };
 
-TEST(GroupDirectoryRouteErrorTest,
-     L3FailedCreateDestroysPayloadWithNoDirectoryLockHeld) {
+// Run with every durable log (tests/directory/every_log.h): the payload is
+// destroyed after the create's record is cancelled, too.
+class GroupDirectoryRouteErrorLogTest
+    : public ::testing::TestWithParam<testing::LogKind> {};
+
+INSTANTIATE_TEST_SUITE_P(EveryLog, GroupDirectoryRouteErrorLogTest,
+                         ::testing::ValuesIn(testing::kEveryLog),
+                         testing::LogKindName);
+
+TEST_P(GroupDirectoryRouteErrorLogTest,
+       L3FailedCreateDestroysPayloadWithNoDirectoryLockHeld) {
+  testing::Watchdog watchdog(std::chrono::seconds(60), "failed create");
+  testing::TestLog log(GetParam());
   std::atomic<int> destroyed{0}, under_lock{0};
   std::vector<std::thread> probes;
   {
     DirectoryOptions options;
     options.lifecycle_stripes = 1;  // the probe needs the creator's stripe
+    options.durable_log = log.get();
     ProbeDirectory dir(std::move(options));
     ASSERT_TRUE(dir.Create("m0", InGroup("g")).ok());
     for (const bool member : {false, true}) {
@@ -1145,7 +1165,7 @@ TEST(GroupDirectoryRouteErrorTest,
           .fail_publishes.store(1);
       auto made = dir.Create(
           member ? "m1" : "s", member ? InGroup("g") : CreateOptions{},
-          ProbePayload(&dir, &destroyed, &under_lock, &probes));
+          ProbePayload(&dir, &destroyed, &under_lock, &probes, &log));
       EXPECT_EQ(made.status().code(), StatusCode::kResourceExhausted);
       EXPECT_EQ(destroyed.load(), member ? 2 : 1) << "payload kept alive";
       EXPECT_EQ(under_lock.exchange(0), 0)
@@ -1159,14 +1179,19 @@ TEST(GroupDirectoryRouteErrorTest,
 }
 
 // L3 on CommitUpsertWithPayload: the replaced payload is destroyed after
-// the object's lock is released (its probe reads the same object).
-TEST(GroupDirectoryRouteErrorTest,
-     L3UpsertWithPayloadDestroysReplacedPayloadWithNoLockHeld) {
+// the object's lock is released (its probe reads the same object) and,
+// with a log, after the upsert's record is finalized.
+TEST_P(GroupDirectoryRouteErrorLogTest,
+       L3UpsertWithPayloadDestroysReplacedPayloadWithNoLockHeld) {
+  testing::Watchdog watchdog(std::chrono::seconds(60), "upsert with payload");
+  testing::TestLog log(GetParam());
   std::atomic<int> destroyed{0}, under_lock{0};
   std::vector<std::thread> probes;
   {
-    ProbeDirectory dir{DirectoryOptions{}};
-    ProbePayload old(&dir, &destroyed, &under_lock, &probes);
+    DirectoryOptions options;
+    options.durable_log = log.get();
+    ProbeDirectory dir{std::move(options)};
+    ProbePayload old(&dir, &destroyed, &under_lock, &probes, &log);
     old.read_key = "a";
     ASSERT_TRUE(dir.Create("a", CreateOptions{}, std::move(old)).ok());
     Result<ObjectHandle<ProbePayload>> a = dir.Pin("a");

@@ -20,6 +20,7 @@
 
 #include "cairn/epoch/epoch_domain.h"
 #include "directory/directory_testing.h"
+#include "directory/every_log.h"
 
 namespace cairn {
 namespace {
@@ -151,28 +152,47 @@ namespace {
 // host's payload destructor, which must see no directory lock held: here it
 // calls back into the directory, which has a single lifecycle stripe, so a
 // reclaim under the stripe would deadlock (caught by the watchdog).
+//
+// With a durable log, that reclaim must also come after the write's record
+// is finalized (docs/concurrency.md, "Durable log"): FileDurableLog's
+// Finalize waits for every earlier record, so the destructor's create
+// would wait for the write that runs the destructor (a hang, caught by the
+// watchdog), and the in-memory log shows the pending record directly.
 struct ReentrantPayload;
 using ReentrantDirectory = GroupDirectory<ReentrantPayload>;
 
 struct ReentrantPayload {
   ReentrantDirectory* dir = nullptr;
   std::atomic<int>* destroyed = nullptr;
+  const testing::TestLog* log = nullptr;
   ReentrantPayload() = default;
-  ReentrantPayload(ReentrantDirectory* d, std::atomic<int>* n)
-      : dir(d), destroyed(n) {}
+  ReentrantPayload(ReentrantDirectory* d, std::atomic<int>* n,
+                   const testing::TestLog* l)
+      : dir(d), destroyed(n), log(l) {}
   ReentrantPayload(ReentrantPayload&& other) noexcept
       : dir(std::exchange(other.dir, nullptr)),
-        destroyed(std::exchange(other.destroyed, nullptr)) {}
+        destroyed(std::exchange(other.destroyed, nullptr)),
+        log(std::exchange(other.log, nullptr)) {}
   ReentrantPayload& operator=(ReentrantPayload&&) = delete;
   ~ReentrantPayload() {
     if (dir == nullptr) return;
+    EXPECT_FALSE(log->HasUnresolvedRecord())
+        << "payload destroyed while a logged write's record is unresolved";
     const int n = destroyed->fetch_add(1) + 1;
     EXPECT_TRUE(dir->Create(testing::Key("from-destructor-", n)).ok());
   }
 };
 
-TEST(RouteReclamationTest, L3EntryDestructorsRunWithNoDirectoryLockHeld) {
-  testing::Watchdog watchdog(testing::kWatchdogBound, "reentrant destructor");
+class RouteReclamationLogTest
+    : public ::testing::TestWithParam<testing::LogKind> {};
+
+INSTANTIATE_TEST_SUITE_P(EveryLog, RouteReclamationLogTest,
+                         ::testing::ValuesIn(testing::kEveryLog),
+                         testing::LogKindName);
+
+TEST_P(RouteReclamationLogTest, L3EntryDestructorsRunWithNoDirectoryLockHeld) {
+  testing::Watchdog watchdog(std::chrono::seconds(60), "reentrant destructor");
+  testing::TestLog log(GetParam());
   EpochOptions epoch_options;
   epoch_options.reclaim_every = 1;
   EpochDomain domain(epoch_options);
@@ -181,10 +201,11 @@ TEST(RouteReclamationTest, L3EntryDestructorsRunWithNoDirectoryLockHeld) {
     DirectoryOptions options;
     options.lifecycle_stripes = 1;  // every key shares the one stripe
     options.route.epoch_domain = &domain;
+    options.durable_log = log.get();
     ReentrantDirectory dir(std::move(options));
     for (int i = 0; i < 8; ++i) {
       ASSERT_TRUE(dir.Create(testing::Key("victim-", i), {},
-                             ReentrantPayload(&dir, &destroyed))
+                             ReentrantPayload(&dir, &destroyed, &log))
                       .ok());
     }
     {
@@ -206,6 +227,8 @@ TEST(RouteReclamationTest, L3EntryDestructorsRunWithNoDirectoryLockHeld) {
     EXPECT_TRUE(dir.Pin("from-destructor-8").ok());
   }
   ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
+  EXPECT_FALSE(log.HasUnresolvedRecord());
+  EXPECT_TRUE(log.status().ok()) << log.status().ToString();
 }
 
 // Quota bytes (counted_bytes) may live anywhere and are not charged to the

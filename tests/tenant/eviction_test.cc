@@ -32,10 +32,11 @@ using Access = ObjectAccess<TestPayload>;
 using Registry = TenantRegistry<TestPayload>;
 
 struct Fixture {
-  Fixture() {
+  explicit Fixture(DurableLog* log = nullptr) {
     DirectoryOptions o;
     o.clock = &clock;
     o.quota = &quota;
+    o.durable_log = log;
     o.route.bucket_count = 64;
     o.on_removed = [this](const RemovedObject& r) {
       removed.push_back(r.token);
@@ -425,6 +426,54 @@ TEST(EvictionTest, CensusVisitorRunsWithNoDirectoryLockHeld) {
                   .ok());
   EXPECT_EQ(seen, 40u);
   EXPECT_EQ(f.dir->object_count(), 0u);
+}
+
+// The stop rule: a commit whose durable-log reservation fails ends the
+// cycle there (a log that refuses one reservation refuses the next ones),
+// reported in EvictionResult::status; later candidates, the soft-pinned
+// pass and further census rounds are not tried.
+TEST(EvictionTest, FailedLogReservationStopsTheCycleAndIsReported) {
+  InMemoryDurableLog log;
+  Fixture f(&log);
+  f.Make("a", 10, std::chrono::seconds(1));  // ranked first
+  f.Make("b", 10, std::chrono::seconds(2));
+  f.Make("c", 10, std::chrono::seconds(3));
+  f.Make("soft", 10);
+  ASSERT_TRUE(f.dir
+                  ->WithObjectExclusive("soft",
+                                        [&](Access& a) {
+                                          a.set_soft_pin_deadline_nanos(
+                                              f.clock.NowNanos() +
+                                              1'000'000'000'000);
+                                        })
+                  .ok());
+  f.clock.Advance(std::chrono::seconds(5));
+  Kernel::Options o;
+  o.allow_soft_pinned = true;
+  Kernel k(o);
+  const std::uint64_t reserves = log.reserve_calls();
+  log.FailReserve(ResourceExhaustedError("log full"));
+  EvictionResult r = f.Evict(k, 40, 40);
+  EXPECT_EQ(log.reserve_calls() - reserves, 1u)
+      << "the cycle went on after the log refused a reservation";
+  EXPECT_EQ(r.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status.message(), "log full");
+  EXPECT_EQ(r.evicted_objects, 0u);
+  EXPECT_EQ(r.freed_bytes, 0u);
+  EXPECT_EQ(r.skipped, 0u);
+  EXPECT_FALSE(r.used_soft_pinned_pass);
+  EXPECT_EQ(r.census_rounds, 1u);
+  for (const char* key : {"a", "b", "c", "soft"}) {
+    EXPECT_TRUE(f.Present(key)) << key;
+  }
+  EXPECT_TRUE(f.removed.empty());
+  EXPECT_EQ(f.quota.charged(), 40u);
+  EXPECT_EQ(log.open_reservations(), 0u);
+  // The log accepts again: the next cycle evicts and reports OK.
+  r = f.Evict(k, 40, 40);
+  EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.evicted_objects, 4u);
+  EXPECT_TRUE(r.used_soft_pinned_pass);
 }
 
 TEST(EvictionTest, WatermarkPolicyRejectsNonsenseRatios) {

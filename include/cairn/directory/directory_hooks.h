@@ -129,15 +129,18 @@ class DirectoryHooks {
   // offload; a group that has another count now is not evicted. Returns kOk
   // (evicted, appended to *out), kAborted (changed or not evictable now: the
   // caller moves on to later candidates), kNotFound (already gone),
-  // kUnavailable (shut down). Not for use inside a callback.
+  // kUnavailable (shut down), or, when the directory's durable log refused
+  // the reservation, that error's code with the status in *log_refused if
+  // given (nothing changed; the kernel stops its cycle at it). Not for use
+  // inside a callback.
   template <typename Directory>
   static StatusCode EvictIfUnchanged(
       Directory& dir, const typename Directory::Handle& candidate,
       std::uint64_t census_version, bool allow_soft_pinned,
       std::vector<EvictedObject<typename Directory::PayloadType>>* out,
-      std::size_t expected_members = 0) {
+      std::size_t expected_members = 0, Status* log_refused = nullptr) {
     return dir.EvictIfUnchanged(candidate, census_version, allow_soft_pinned,
-                                out, expected_members);
+                                out, expected_members, log_refused);
   }
 
   // Log replay (cairn/ha/replay.h). Neither step is logged to the

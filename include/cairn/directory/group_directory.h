@@ -563,10 +563,12 @@ class GroupDirectory {
       group->live_.clear();
       RetireFromCatalog(group.get());
     }
-    route_.ReclaimIfDue();
     objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
     groups_.fetch_sub(1, std::memory_order_relaxed);
-    FinalizeRemovals(&log, removals);  // before the removal callbacks
+    // Finalized before anything runs host code: the reclaim (payload
+    // destructors) and the removal callbacks (docs/concurrency.md).
+    FinalizeRemovals(&log, removals);
+    route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
     return Status::Ok();
   }
@@ -976,6 +978,17 @@ class GroupDirectory {
                       &identity);
   }
 
+  // What a create releases, destroyed by CreateImpl after the stripe, the
+  // group lock and the log record are released and resolved (L3): `routed`,
+  // an earlier removed instance whose unlink the create finished (its
+  // release may free an entry), and an entry that failed to publish (a
+  // singleton's last owner, or a member's storage).
+  struct CreateLeftovers {
+    Owner routed;
+    Owner unpublished_owner;
+    std::unique_ptr<Entry> unpublished;
+  };
+
   // `restored` (DirectoryHooks::CreateRestored only; null on every host
   // create): the id and version the object gets instead of NextObjectId()
   // and 1, no durable-log record, and a forced charge.
@@ -1005,6 +1018,11 @@ class GroupDirectory {
                           : directory_internal::Ledger::kCommitted;
     init.pending_since_nanos = now;
 
+    // Declared before the log step, so that an earlier instance or an
+    // unpublished entry the create releases is destroyed (its payload
+    // destructor is host code, which may mutate a directory sharing the
+    // log) only after the record is finalized or cancelled.
+    CreateLeftovers leftovers;
     // Durable log (H1): reserved before the charge and any lock, the payload
     // encoded here (off-lock); a pending put is invisible and logs at Commit
     // instead.
@@ -1040,10 +1058,13 @@ class GroupDirectory {
     }
     Result<Handle> made = CreateWithBudget(
         key, options, std::move(init), std::move(payload), &budget.value(),
-        pending, &log, payload_bytes, restored);
+        pending, &log, payload_bytes, restored, &leftovers);
     if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
-    route_.ReclaimIfDue();
+    // Finalized (a failure: cancelled) before the reclaim runs payload
+    // destructors (docs/concurrency.md, "Durable log").
     if (made.ok()) log.Finalize(made.value().token());
+    log.Cancel();
+    route_.ReclaimIfDue();
     return made;
   }
 
@@ -1051,13 +1072,10 @@ class GroupDirectory {
       std::string_view key, const CreateOptions& options,
       directory_internal::EntryInit init, Payload payload, WriteBudget* budget,
       bool pending, LogStep* log, std::string_view payload_bytes,
-      const DirectoryHooks::RestoredIdentity* restored) {
-    Owner routed;  // outlives the stripe: its release may free an entry
-    // An entry that failed to publish is destroyed (its payload destructor
-    // is host code) only after the group lock and the stripe are released
-    // (L3): a singleton's last owner, or a member's storage.
-    Owner unpublished_owner;
-    std::unique_ptr<Entry> unpublished;
+      const DirectoryHooks::RestoredIdentity* restored, CreateLeftovers* left) {
+    Owner& routed = left->routed;
+    Owner& unpublished_owner = left->unpublished_owner;
+    std::unique_ptr<Entry>& unpublished = left->unpublished;
     StripeLock stripe(&StripeFor(key), &stripe_waits_);
     if (routed = route_.Pin(key); routed != nullptr) {
       if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
@@ -1245,19 +1263,26 @@ class GroupDirectory {
   // for offload; a group that has another count now is not evicted.
   // Returns kOk (evicted, appended to *out), kAborted (changed or not
   // evictable now: the caller moves on to later candidates), kNotFound
-  // (already gone), kUnavailable (shut down). Not for use inside a callback.
+  // (already gone), kUnavailable (shut down), or the durable log's code
+  // when its Reserve failed, with the status in *log_refused if given
+  // (nothing changed; the kernel stops its cycle there). Not for use
+  // inside a callback.
   StatusCode EvictIfUnchanged(const Handle& candidate,
                               std::uint64_t census_version,
                               bool allow_soft_pinned,
                               std::vector<EvictedObject<Payload>>* out,
-                              std::size_t expected_members = 0) {
+                              std::size_t expected_members = 0,
+                              Status* log_refused = nullptr) {
     if (is_shut_down()) return StatusCode::kUnavailable;
     if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
     Entry* c = candidate.get();
     Group* group = c->group();
     // Durable log (H1): reserved before the group and object locks.
     LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(c->key(), c); !s.ok()) return s.code();
+    if (Status s = log.Reserve(c->key(), c); !s.ok()) {
+      if (log_refused != nullptr) *log_refused = s;
+      return s.code();
+    }
     const std::int64_t now = clock_->NowNanos();
     std::vector<Removal> removals;
     WriteBudget none;
@@ -1321,8 +1346,9 @@ class GroupDirectory {
       objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
       groups_.fetch_sub(1, std::memory_order_relaxed);
     }
+    // Finalized before the reclaim (payload destructors) and the callbacks.
+    FinalizeRemovals(&log, removals);
     route_.ReclaimIfDue();
-    FinalizeRemovals(&log, removals);  // before the removal callbacks
     for (Removal& r : removals) RunRemovedCallback(r);
     return StatusCode::kOk;
   }
@@ -1513,8 +1539,9 @@ class GroupDirectory {
         return s;
       }
     }
+    // Finalized before the reclaim (payload destructors) and the callback.
+    log->Finalize(removal.info.token);
     route_.ReclaimIfDue();
-    log->Finalize(removal.info.token);  // before the removal callback
     RunRemovedCallback(removal);
     return Status::Ok();
   }

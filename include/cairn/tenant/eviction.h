@@ -25,7 +25,8 @@
 // (every tenant, size bytes) and the tenant-quota deficit (one tenant,
 // counted bytes, V5). A candidate that changed since the census is skipped
 // and the kernel keeps going down the ranking: a goal is a minimum, not a
-// count (V2).
+// count (V2). A commit whose durable-log reservation fails stops the cycle
+// there, with the log's error in EvictionResult::status.
 //
 // Thread safety: an Evictor is safe from any thread; concurrent cycles are
 // allowed (each candidate is revalidated under its locks) but compete for the
@@ -105,6 +106,12 @@ struct EvictionResult {
   std::size_t offloaded = 0;
   std::uint64_t freed_bytes = 0;  // in the policy's measure
   bool used_soft_pinned_pass = false;
+  // Why the cycle stopped early: OK if it ran to its goal or out of
+  // candidates; otherwise the error of the first durable-log reservation a
+  // commit could not make. The cycle stops at that candidate (it and every
+  // later one are left untouched), since a log that refuses one
+  // reservation refuses the next ones too.
+  Status status;
 };
 
 template <typename Payload = EmptyPayload,
@@ -141,7 +148,8 @@ class Evictor {
   // `lower_bound_bytes` were freed and soft-pinned eviction is allowed,
   // continues with soft-pinned ones until `lower_bound_bytes`. Candidates
   // run in one global ranking across `dirs`. A directory shut down mid-way
-  // is skipped.
+  // is skipped. The first commit whose durable-log reservation fails ends
+  // the call, with that error in EvictionResult::status.
   EvictionResult Evict(std::span<Directory* const> dirs,
                        std::uint64_t target_bytes,
                        std::uint64_t lower_bound_bytes, Measure measure) {
@@ -166,6 +174,7 @@ class Evictor {
       std::vector<Candidate> ranked = unpinned.TakeRanked();
       RunPass(dirs, ranked, /*soft=*/false, target_bytes, measure, refused,
               &result);
+      if (!result.status.ok()) return result;  // the log refused: stop
       if (result.freed_bytes < target_bytes && unpinned.dropped()) {
         slack = SaturatingMul(slack, kSlackGrowth);  // more exist: look again
         continue;
@@ -176,6 +185,7 @@ class Evictor {
         ranked = soft.TakeRanked();
         RunPass(dirs, ranked, /*soft=*/true, lower_bound_bytes, measure,
                 refused, &result);
+        if (!result.status.ok()) return result;
         if (result.freed_bytes < lower_bound_bytes && soft.dropped()) {
           slack = SaturatingMul(slack, kSlackGrowth);
           continue;
@@ -441,8 +451,15 @@ class Evictor {
       out.clear();
       // With offload, a group evicts only the members that were offered.
       const std::size_t expect = options_.offload ? c.members.size() : 0;
+      Status log_refused;
       const StatusCode code = DirectoryHooks::EvictIfUnchanged(
-          *dirs[c.dir], c.handle, c.version, soft, &out, expect);
+          *dirs[c.dir], c.handle, c.version, soft, &out, expect, &log_refused);
+      if (!log_refused.ok()) {
+        // The durable log refused the reservation: stop here, leaving this
+        // and every later candidate as they are.
+        result->status = std::move(log_refused);
+        return;
+      }
       if (code != StatusCode::kOk) {
         if (code == StatusCode::kAborted) ++result->skipped;
         continue;

@@ -4,8 +4,10 @@
 // One logged change of a GroupDirectory (the durable-log hook, rule H1 in
 // docs/semantics.md; docs/durable_log.md): reserved before any directory
 // lock, its record built and appended under the object lock(s), finalized
-// after every lock is released and before any removal callback. Only
-// GroupDirectory uses it; hosts never include it.
+// (or cancelled) after every lock is released and before any host code
+// runs: the route's reclaim (payload destructors) and the removal
+// callbacks come after it. Only GroupDirectory uses it; hosts never
+// include it.
 
 #ifndef CAIRN_DIRECTORY_INTERNAL_LOG_STEP_H_
 #define CAIRN_DIRECTORY_INTERNAL_LOG_STEP_H_
@@ -49,9 +51,7 @@ class LogStep {
       : log_(log), tenant_(tenant) {}
   LogStep(const LogStep&) = delete;
   LogStep& operator=(const LogStep&) = delete;
-  ~LogStep() {
-    if (reserved_) log_->Cancel(reservation_);
-  }
+  ~LogStep() { Cancel(); }
 
   bool active() const noexcept { return reserved_; }
 
@@ -112,6 +112,11 @@ class LogStep {
   }
   void Finalize(ObjectToken token) {
     Finalize(std::span<const ObjectToken>(&token, 1));
+  }
+  // Voids the reservation (and its record, if appended) unless it was
+  // finalized. Caller holds no directory lock.
+  void Cancel() noexcept {
+    if (std::exchange(reserved_, false)) log_->Cancel(reservation_);
   }
 
  private:
