@@ -462,153 +462,151 @@ TEST(DurableLogTest, TenantRecordsRoundTripAndRejectDamage) {
   std::string grouped;
   BeginDurableRecord(DurableOp::kTenantRemove, 9, 3, "acme", 0, &grouped);
   EXPECT_EQ(DecodeDurableRecord(grouped, &v).code(), StatusCode::kDataLoss);
+}
 
-  // A payload destructor may mutate any directory sharing the log (here a
-  // second directory): the route's reclaim, which runs destructors of erased
-  // entries, comes after the write's record is finalized (docs/concurrency.md,
-  // "Durable log"). Erased victims are kept from reclamation by a reader, then
-  // each mutation kind that reclaims after its append runs until the victims'
-  // destructors have run from its reclaim. Had the reclaim come first,
-  // FileDurableLog's Finalize in the destructor's create would wait for the
-  // record of the very mutation running the destructor (a hang, caught by
-  // the watchdog), and the in-memory log would show that record unresolved.
-  struct SharingPayload;
-  using SharingDir = GroupDirectory<SharingPayload>;
+// A payload destructor may mutate any directory sharing the log (here a
+// second directory): the route's reclaim, which runs destructors of erased
+// entries, comes after the write's record is finalized (docs/concurrency.md,
+// "Durable log"). Erased victims are kept from reclamation by a reader, then
+// each mutation kind that reclaims after its append runs until the victims'
+// destructors have run from its reclaim. Had the reclaim come first,
+// FileDurableLog's Finalize in the destructor's create would wait for the
+// record of the very mutation running the destructor (a hang, caught by
+// the watchdog), and the in-memory log would show that record unresolved.
+struct SharingPayload;
+using SharingDir = GroupDirectory<SharingPayload>;
 
-  struct SharingPayload {
-    SharingDir* other = nullptr;  // shares the log with the owner's directory
-    std::atomic<int>* destroyed = nullptr;
-    const testing::TestLog* log = nullptr;
-    SharingPayload() = default;
-    SharingPayload(SharingDir* d, std::atomic<int>* n,
-                   const testing::TestLog* l)
-        : other(d), destroyed(n), log(l) {}
-    SharingPayload(SharingPayload&& o) noexcept
-        : other(std::exchange(o.other, nullptr)),
-          destroyed(std::exchange(o.destroyed, nullptr)),
-          log(std::exchange(o.log, nullptr)) {}
-    // Only into a moved-from payload (MoveOut of an eviction).
-    SharingPayload& operator=(SharingPayload&& o) noexcept {
-      EXPECT_EQ(other, nullptr) << "a live payload overwritten in place";
-      other = std::exchange(o.other, nullptr);
-      destroyed = std::exchange(o.destroyed, nullptr);
-      log = std::exchange(o.log, nullptr);
-      return *this;
-    }
-    ~SharingPayload() {
-      if (other == nullptr) return;
-      EXPECT_FALSE(log->HasUnresolvedRecord())
-          << "payload destroyed while a logged write's record is unresolved";
-      const int n = destroyed->fetch_add(1) + 1;
-      EXPECT_TRUE(other->Create(Key("from-destructor-", n)).ok());
-    }
-  };
-
-  enum class Reclaimer { kCreate, kErase, kEraseGroup, kEvict };
-
-  using ReclaimParam = std::tuple<testing::LogKind, Reclaimer>;
-
-  class DurableLogReclaimTest : public ::testing::TestWithParam<ReclaimParam> {
-  };
-
-  const char* ReclaimerName(Reclaimer r) {
-    static constexpr const char* kNames[] = {"Create", "Erase", "EraseGroup",
-                                             "Evict"};
-    return kNames[static_cast<int>(r)];
+struct SharingPayload {
+  SharingDir* other = nullptr;  // shares the log with the owner's directory
+  std::atomic<int>* destroyed = nullptr;
+  const testing::TestLog* log = nullptr;
+  SharingPayload() = default;
+  SharingPayload(SharingDir* d, std::atomic<int>* n, const testing::TestLog* l)
+      : other(d), destroyed(n), log(l) {}
+  SharingPayload(SharingPayload&& o) noexcept
+      : other(std::exchange(o.other, nullptr)),
+        destroyed(std::exchange(o.destroyed, nullptr)),
+        log(std::exchange(o.log, nullptr)) {}
+  // Only into a moved-from payload (MoveOut of an eviction).
+  SharingPayload& operator=(SharingPayload&& o) noexcept {
+    EXPECT_EQ(other, nullptr) << "a live payload overwritten in place";
+    other = std::exchange(o.other, nullptr);
+    destroyed = std::exchange(o.destroyed, nullptr);
+    log = std::exchange(o.log, nullptr);
+    return *this;
   }
-  void PrintTo(Reclaimer r, std::ostream * os) { *os << ReclaimerName(r); }
-
-  std::string ReclaimName(const ::testing::TestParamInfo<ReclaimParam>& info) {
-    return testing::LogKindString(std::get<0>(info.param)) +
-           ReclaimerName(std::get<1>(info.param));
+  ~SharingPayload() {
+    if (other == nullptr) return;
+    EXPECT_FALSE(log->HasUnresolvedRecord())
+        << "payload destroyed while a logged write's record is unresolved";
+    const int n = destroyed->fetch_add(1) + 1;
+    EXPECT_TRUE(other->Create(Key("from-destructor-", n)).ok());
   }
+};
 
-  INSTANTIATE_TEST_SUITE_P(
-      EveryLog, DurableLogReclaimTest,
-      ::testing::Combine(
-          ::testing::ValuesIn(testing::kEveryLog),
-          ::testing::Values(Reclaimer::kCreate, Reclaimer::kErase,
-                            Reclaimer::kEraseGroup, Reclaimer::kEvict)),
-      ReclaimName);
+enum class Reclaimer { kCreate, kErase, kEraseGroup, kEvict };
 
-  TEST_P(DurableLogReclaimTest,
-         H1PayloadDestructorMayMutateADirectorySharingTheLog) {
-    constexpr int kVictims = 4;
-    constexpr int kTries = 8;
-    Watchdog watchdog(kDeadlockBound, "payload destructor sharing the log");
-    const Reclaimer reclaimer = std::get<1>(GetParam());
-    testing::TestLog log(std::get<0>(GetParam()));
-    EpochOptions epoch_options;
-    epoch_options.reclaim_every = 1;
-    EpochDomain domain(epoch_options);
-    std::atomic<int> destroyed{0};
-    {
-      DirectoryOptions options;
-      options.route.epoch_domain = &domain;
-      options.durable_log = log.get();
-      SharingDir other(options);
-      SharingDir dir(options);
-      for (int i = 0; i < kVictims; ++i) {
-        ASSERT_TRUE(dir.Create(Key("victim-", i), {},
-                               SharingPayload(&other, &destroyed, &log))
+using ReclaimParam = std::tuple<testing::LogKind, Reclaimer>;
+
+class DurableLogReclaimTest : public ::testing::TestWithParam<ReclaimParam> {};
+
+const char* ReclaimerName(Reclaimer r) {
+  static constexpr const char* kNames[] = {"Create", "Erase", "EraseGroup",
+                                           "Evict"};
+  return kNames[static_cast<int>(r)];
+}
+void PrintTo(Reclaimer r, std::ostream* os) { *os << ReclaimerName(r); }
+
+std::string ReclaimName(const ::testing::TestParamInfo<ReclaimParam>& info) {
+  return testing::LogKindString(std::get<0>(info.param)) +
+         ReclaimerName(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryLog, DurableLogReclaimTest,
+    ::testing::Combine(::testing::ValuesIn(testing::kEveryLog),
+                       ::testing::Values(Reclaimer::kCreate, Reclaimer::kErase,
+                                         Reclaimer::kEraseGroup,
+                                         Reclaimer::kEvict)),
+    ReclaimName);
+
+TEST_P(DurableLogReclaimTest,
+       H1PayloadDestructorMayMutateADirectorySharingTheLog) {
+  constexpr int kVictims = 4;
+  constexpr int kTries = 8;
+  Watchdog watchdog(kDeadlockBound, "payload destructor sharing the log");
+  const Reclaimer reclaimer = std::get<1>(GetParam());
+  testing::TestLog log(std::get<0>(GetParam()));
+  EpochOptions epoch_options;
+  epoch_options.reclaim_every = 1;
+  EpochDomain domain(epoch_options);
+  std::atomic<int> destroyed{0};
+  {
+    DirectoryOptions options;
+    options.route.epoch_domain = &domain;
+    options.durable_log = log.get();
+    SharingDir other(options);
+    SharingDir dir(options);
+    for (int i = 0; i < kVictims; ++i) {
+      ASSERT_TRUE(dir.Create(Key("victim-", i), {},
+                             SharingPayload(&other, &destroyed, &log))
+                      .ok());
+    }
+    for (int i = 0; i < kTries; ++i) {  // what the mutations remove
+      ASSERT_TRUE(dir.Create(Key("single-", i)).ok());
+      for (int m = 0; m < 2; ++m) {
+        ASSERT_TRUE(dir.Create(Key(Key("member-", i) + "-", m),
+                               testing::InGroup(Key("group-", i)))
                         .ok());
       }
-      for (int i = 0; i < kTries; ++i) {  // what the mutations remove
-        ASSERT_TRUE(dir.Create(Key("single-", i)).ok());
-        for (int m = 0; m < 2; ++m) {
-          ASSERT_TRUE(dir.Create(Key(Key("member-", i) + "-", m),
-                                 testing::InGroup(Key("group-", i)))
-                          .ok());
-        }
-      }
-      {
-        // A reader keeps the victims from being reclaimed by their own
-        // erases, so their destructors run in a later mutation's reclaim.
-        Participant reader = std::move(domain.RegisterParticipant()).value();
-        Guard guard = reader.Enter();
-        for (int i = 0; i < kVictims; ++i) {
-          ASSERT_TRUE(dir.Erase(Key("victim-", i)).ok());
-        }
-      }
-      ASSERT_EQ(destroyed.load(), 0);
-      for (int i = 0; i < kTries && destroyed.load() < kVictims; ++i) {
-        switch (reclaimer) {
-          case Reclaimer::kCreate:
-            ASSERT_TRUE(dir.Create(Key("new-", i)).ok());
-            break;
-          case Reclaimer::kErase:
-            ASSERT_TRUE(dir.Erase(Key("single-", i)).ok());
-            break;
-          case Reclaimer::kEraseGroup:
-            ASSERT_TRUE(dir.EraseGroup(Key("group-", i)).ok());
-            break;
-          case Reclaimer::kEvict: {
-            const std::string key = Key("single-", i);
-            Result<ObjectHandle<SharingPayload>> h = dir.Pin(key);
-            ASSERT_TRUE(h.ok());
-            std::uint64_t version = 0;
-            ASSERT_TRUE(
-                dir.WithObject(key,
-                               [&](const ObjectView<SharingPayload>& v) {
-                                 version = v.version();
-                               })
-                    .ok());
-            std::vector<EvictedObject<SharingPayload>> out;
-            ASSERT_EQ(
-                DirectoryHooks::EvictIfUnchanged(dir, *h, version, false, &out),
-                StatusCode::kOk);
-            break;
-          }
-        }
-      }
-      EXPECT_EQ(destroyed.load(), kVictims)
-          << "the mutations' reclaims did not run the victims' destructors";
-      EXPECT_TRUE(other.Pin(Key("from-destructor-", kVictims)).ok());
     }
-    ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
-    EXPECT_FALSE(log.HasUnresolvedRecord());
-    EXPECT_TRUE(log.status().ok()) << log.status().ToString();
+    {
+      // A reader keeps the victims from being reclaimed by their own
+      // erases, so their destructors run in a later mutation's reclaim.
+      Participant reader = std::move(domain.RegisterParticipant()).value();
+      Guard guard = reader.Enter();
+      for (int i = 0; i < kVictims; ++i) {
+        ASSERT_TRUE(dir.Erase(Key("victim-", i)).ok());
+      }
+    }
+    ASSERT_EQ(destroyed.load(), 0);
+    for (int i = 0; i < kTries && destroyed.load() < kVictims; ++i) {
+      switch (reclaimer) {
+        case Reclaimer::kCreate:
+          ASSERT_TRUE(dir.Create(Key("new-", i)).ok());
+          break;
+        case Reclaimer::kErase:
+          ASSERT_TRUE(dir.Erase(Key("single-", i)).ok());
+          break;
+        case Reclaimer::kEraseGroup:
+          ASSERT_TRUE(dir.EraseGroup(Key("group-", i)).ok());
+          break;
+        case Reclaimer::kEvict: {
+          const std::string key = Key("single-", i);
+          Result<ObjectHandle<SharingPayload>> h = dir.Pin(key);
+          ASSERT_TRUE(h.ok());
+          std::uint64_t version = 0;
+          ASSERT_TRUE(dir.WithObject(key,
+                                     [&](const ObjectView<SharingPayload>& v) {
+                                       version = v.version();
+                                     })
+                          .ok());
+          std::vector<EvictedObject<SharingPayload>> out;
+          ASSERT_EQ(
+              DirectoryHooks::EvictIfUnchanged(dir, *h, version, false, &out),
+              StatusCode::kOk);
+          break;
+        }
+      }
+    }
+    EXPECT_EQ(destroyed.load(), kVictims)
+        << "the mutations' reclaims did not run the victims' destructors";
+    EXPECT_TRUE(other.Pin(Key("from-destructor-", kVictims)).ok());
   }
+  ASSERT_TRUE(domain.Shutdown(std::chrono::seconds(5)).ok());
+  EXPECT_FALSE(log.HasUnresolvedRecord());
+  EXPECT_TRUE(log.status().ok()) << log.status().ToString();
+}
 
 }  // namespace
 }  // namespace cairn
