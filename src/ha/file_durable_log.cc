@@ -20,8 +20,8 @@ using base_internal::LoadFixed;
 using base_internal::PutFixed;
 using base_internal::StoreFixed;
 
-constexpr std::uint64_t kHeaderSeed = 0x44555241424c4548ull;
-constexpr std::uint64_t kRecordSeed = 0x44555241424c5245ull;
+constexpr std::uint64_t kHeaderSeed = kDurableLogHeaderSeed;
+constexpr std::uint64_t kRecordSeed = kDurableLogRecordSeed;
 constexpr std::size_t kV1HeaderBytes = 16;
 constexpr char kSegmentSuffix[] = ".log";
 constexpr std::size_t kSegmentDigits = 20;
@@ -311,6 +311,7 @@ class SegmentStream {
         n, std::min(read_bytes_, std::max(kInitialBuffer, 2 * buf_.size())));
     if (buf_.size() < size) {
       try {
+        buf_.reserve(size);  // exactly: resize alone may double
         buf_.resize(size);
       } catch (const std::bad_alloc&) {
         return ResourceExhaustedError("durable log reader buffer");

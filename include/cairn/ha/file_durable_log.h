@@ -69,6 +69,11 @@ inline constexpr std::size_t kDurableLogHeaderBytes = 28;
 // A frame's fixed part: length u32 | LSN u64 | checksum u64.
 inline constexpr std::size_t kDurableLogFrameBytes = 20;
 inline constexpr std::size_t kDurableLogMaxRecordBytes = std::size_t{1} << 30;
+// XXH64 seeds: the header's checksum is the low half of XXH64(its first 24
+// bytes, kDurableLogHeaderSeed); a frame's is XXH64(LSN bytes + body,
+// kDurableLogRecordSeed ^ length).
+inline constexpr std::uint64_t kDurableLogHeaderSeed = 0x44555241424c4548ull;
+inline constexpr std::uint64_t kDurableLogRecordSeed = 0x44555241424c5245ull;
 
 // The name of the segment whose first record has LSN `first`:
 // "<20 zero-padded decimal digits>.log".
