@@ -887,8 +887,7 @@ Status DurableLogReader::OpenSegment(Lsn first) {
 }
 
 Result<bool> DurableLogReader::NextSegmentExists() {
-  // A segment with no record yet is named cursor_ itself: its successor
-  // cannot exist (a writer rotates only after a record).
+  // A segment with no record yet is named cursor_ itself.
   const bool empty = cursor_ == segment_->first();
   if (!empty) {
     Result<bool> named =
@@ -896,24 +895,31 @@ Result<bool> DurableLogReader::NextSegmentExists() {
     if (!named.ok()) return InDurableLog(named.status());
     if (*named) return true;
   }
-  // Not there by name: not yet written, or a gap, or dropped.
+  // Any later segment: the writer may have finished this one and moved on
+  // since it was read (the caller reads it again before deciding).
   Result<std::vector<Lsn>> firsts =
       durable_log_internal::ListSegments(env_, dir_);
   if (!firsts.ok()) return firsts.status();
-  bool later = false;
-  bool current = false;
-  for (const Lsn first : *firsts) {
-    if (first == cursor_ && !empty) return true;  // created since the lookup
-    later |= first > cursor_;
-    current |= first == segment_->first();
+  return !firsts->empty() && firsts->back() > segment_->first();
+}
+
+Status DurableLogReader::OpenNextSegment() {
+  const Lsn current = segment_->first();
+  if (cursor_ != current) {
+    Status s = OpenSegment(cursor_);
+    if (s.code() != StatusCode::kOutOfRange) return s;
   }
-  if (!later) return false;
-  if (current) {
+  // No segment starts where this one ends: a gap if this one is still
+  // there (a writer creates the next one only after this one's last
+  // record), else both were dropped (DropThrough drops oldest first).
+  Result<std::vector<Lsn>> firsts =
+      durable_log_internal::ListSegments(env_, dir_);
+  if (!firsts.ok()) return firsts.status();
+  if (std::find(firsts->begin(), firsts->end(), current) != firsts->end()) {
     return DataLossError("durable log " + dir_ + " has no segment for LSN " +
                          std::to_string(cursor_) +
                          " but a later one: a gap between segments");
   }
-  // Ours and its successor were dropped (DropThrough drops oldest first).
   return OutOfRangeError("durable log segment for LSN " +
                          std::to_string(cursor_) + " in " + dir_ +
                          " was dropped before it was read");
@@ -954,7 +960,7 @@ Result<bool> DurableLogReader::Next(DurableLogEntry* out) {
             "a successor" +
             where());
       }
-      CAIRN_RETURN_IF_ERROR(OpenSegment(cursor_));
+      CAIRN_RETURN_IF_ERROR(OpenNextSegment());
       successor = false;
       continue;
     }

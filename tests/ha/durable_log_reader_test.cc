@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -433,6 +435,79 @@ TEST(DurableLogReaderTest, TailsALiveWriter) {
               static_cast<unsigned long long>(empty_polls));
 }
 
+// Env::Default() with a hook run before each FileExists.
+class HookEnv final : public Env {
+ public:
+  std::function<void()> on_exists;
+
+  Result<std::unique_ptr<FileHandle>> NewFile(const std::string& path,
+                                              FileOpenMode mode) override {
+    return base_->NewFile(path, mode);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return base_->Rename(from, to);
+  }
+  Status SyncDir(const std::string& dir) override {
+    return base_->SyncDir(dir);
+  }
+  Status Remove(const std::string& path) override {
+    return base_->Remove(path);
+  }
+  Status CreateDir(const std::string& dir) override {
+    return base_->CreateDir(dir);
+  }
+  Result<std::vector<std::string>> List(const std::string& dir) override {
+    return base_->List(dir);
+  }
+  Result<std::uint64_t> FileSize(const std::string& path) override {
+    return base_->FileSize(path);
+  }
+  Result<bool> FileExists(const std::string& path) override {
+    if (on_exists) std::exchange(on_exists, nullptr)();
+    return base_->FileExists(path);
+  }
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    return base_->LockFile(path);
+  }
+  Status UnlockFile(std::unique_ptr<FileLock> lock) override {
+    return base_->UnlockFile(std::move(lock));
+  }
+
+ private:
+  Env* const base_ = Env::Default();
+};
+
+// The writer appends LSN 3 to segment 1 and creates segment 4 right after
+// the reader found segment 1's (old) end: the reader finds a later segment,
+// reads segment 1 again, returns LSN 3, then moves on.
+TEST(DurableLogReaderTest, ReadsTheOldSegmentAgainBeforeMovingOn) {
+  ScratchDir scratch;
+  const std::string dir = scratch.File("log");
+  WriteThreeSegments(dir);
+  const std::string one = ReadFile(SegmentPath(dir, 1));
+  const std::string four = ReadFile(SegmentPath(dir, 4));
+  const std::size_t last = kDurableLogFrameBytes + BodyOf(3).size();
+  std::filesystem::remove(SegmentPath(dir, 7));
+  std::filesystem::remove(SegmentPath(dir, 4));
+  WriteFile(SegmentPath(dir, 1), one.substr(0, one.size() - last));
+  HookEnv env;
+  DurableLogReaderOptions options;
+  options.env = &env;
+  auto reader = DurableLogReader::Open(dir, 1, options);
+  ASSERT_TRUE(reader.ok());
+  std::vector<Lsn> lsns;
+  ASSERT_TRUE(Drain(**reader, &lsns).ok());
+  EXPECT_EQ(lsns, Range(1, 2));
+  EXPECT_FALSE((*reader)->stopped_at_damaged_tail());  // a clean end
+  env.on_exists = [&] {
+    AppendToFile(SegmentPath(dir, 1), one.substr(one.size() - last));
+    WriteFile(SegmentPath(dir, 4), four);
+  };
+  const Status s = Drain(**reader, &lsns);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(lsns, Range(1, 6));
+}
+
 // The newest segment ends inside a frame (being written, or torn): the
 // reader returns false at every cut, then the record once the rest arrives.
 TEST(DurableLogReaderTest, IncompleteTailThenTheRestArrives) {
@@ -488,6 +563,21 @@ TEST(DurableLogReaderTest, DamageIsDataLoss) {
     std::vector<Lsn> lsns;
     EXPECT_EQ(Drain(**reader, &lsns).code(), StatusCode::kDataLoss);
     EXPECT_EQ(lsns, Range(1, 4));
+  }
+  // A flipped byte in the newest segment, a valid frame after it: not a
+  // tail a writer may still be writing.
+  {
+    ScratchDir scratch;
+    const std::string dir = scratch.File("log");
+    WriteThreeSegments(dir);
+    std::string bytes = ReadFile(SegmentPath(dir, 7));
+    bytes[bytes.find(BodyOf(8))] ^= 0x01;
+    WriteFile(SegmentPath(dir, 7), bytes);
+    auto reader = DurableLogReader::Open(dir, 1);
+    ASSERT_TRUE(reader.ok());
+    std::vector<Lsn> lsns;
+    EXPECT_EQ(Drain(**reader, &lsns).code(), StatusCode::kDataLoss);
+    EXPECT_EQ(lsns, Range(1, 7));
   }
   // The last frame of a segment that has a successor is torn.
   {

@@ -320,9 +320,12 @@ class DurableLogReader {
                    Env& env);
   // Opens the segment whose first LSN is `first` (kOutOfRange if gone).
   Status OpenSegment(Lsn first);
-  // At the end of the current segment: whether the next one exists (by
-  // name, then by listing: kDataLoss for a gap, kOutOfRange if dropped).
+  // At the end of the current segment: whether a later one exists (by the
+  // name the next would have, then by listing).
   Result<bool> NextSegmentExists();
+  // Moves to the segment starting at cursor_: kDataLoss for a gap,
+  // kOutOfRange if it was dropped.
+  Status OpenNextSegment();
 
   const std::string dir_;
   const DurableLogReaderOptions options_;
