@@ -77,13 +77,13 @@ Status CheckHeader(const char* p, std::size_t n, const std::string& path,
     // this one) is a precondition, anything else damage.
     const bool v1 = version == 1 && n >= kV1HeaderBytes &&
                     LoadFixed<std::uint32_t>(p + 12) == HeaderChecksum(p, 12);
-    const bool later = n >= kDurableLogHeaderBytes &&
-                       LoadFixed<std::uint32_t>(p + 24) == HeaderChecksum(p, 24);
+    const bool later =
+        n >= kDurableLogHeaderBytes &&
+        LoadFixed<std::uint32_t>(p + 24) == HeaderChecksum(p, 24);
     if (v1 || later) {
-      return FailedPreconditionError("durable log of format version " +
-                                     std::to_string(version) + ", not " +
-                                     std::to_string(kDurableLogFormatVersion) +
-                                     ": " + path);
+      return FailedPreconditionError(
+          "durable log of format version " + std::to_string(version) +
+          ", not " + std::to_string(kDurableLogFormatVersion) + ": " + path);
     }
     return DataLossError("durable log header damaged: " + path);
   }
@@ -331,8 +331,8 @@ class SegmentStream {
   Lsn first_ = 0;
   std::uint64_t offset_ = 0;
   std::vector<char> buf_;
-  std::uint64_t buf_at_ = 0;    // file offset of buf_[0]
-  std::size_t buf_len_ = 0;     // valid bytes in buf_
+  std::uint64_t buf_at_ = 0;  // file offset of buf_[0]
+  std::size_t buf_len_ = 0;   // valid bytes in buf_
 };
 
 // Checks every existing segment in `dir` (streamed, in LSN order) and
@@ -360,10 +360,9 @@ Status ScanSegments(Env& env, const std::string& dir,
                            std::to_string(stream->first()) + ": " + path);
     }
     if (i > 0 && firsts[i] != last + 1) {
-      return DataLossError("durable log segments leave a gap: LSNs " +
-                           std::to_string(last + 1) + " .. " +
-                           std::to_string(firsts[i] - 1) + " missing before " +
-                           path);
+      return DataLossError(
+          "durable log segments leave a gap: LSNs " + std::to_string(last + 1) +
+          " .. " + std::to_string(firsts[i] - 1) + " missing before " + path);
     }
     last = firsts[i] - 1;
     for (;;) {
@@ -507,7 +506,8 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     // Open may have made the directory and failed before its sync).
     const Lsn first = options.start_lsn != 0 ? options.start_lsn : 1;
     Status s = env.SyncDir(DirectoryOf(dir));
-    if (s.ok()) s = durable_log_internal::CreateSegment(env, dir, first, &log.file);
+    if (s.ok())
+      s = durable_log_internal::CreateSegment(env, dir, first, &log.file);
     if (!s.ok()) return InDurableLog(s);
     log.end = kDurableLogHeaderBytes;
     log.segments.push_back(first);
@@ -516,10 +516,10 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     CAIRN_RETURN_IF_ERROR(
         durable_log_internal::ScanSegments(env, dir, firsts, options, &log));
     if (options.start_lsn != 0 && options.start_lsn != log.last_lsn + 1) {
-      return FailedPreconditionError(
-          "durable log " + dir + " ends at LSN " +
-          std::to_string(log.last_lsn) + ", start_lsn is " +
-          std::to_string(options.start_lsn));
+      return FailedPreconditionError("durable log " + dir + " ends at LSN " +
+                                     std::to_string(log.last_lsn) +
+                                     ", start_lsn is " +
+                                     std::to_string(options.start_lsn));
     }
     if (options.sync) {
       // What the scan found may not be synced (an earlier writer died
@@ -815,10 +815,7 @@ class DurableLogReader::Segment final : public SegmentStream {
 
 DurableLogReader::DurableLogReader(std::string dir, Lsn from,
                                    DurableLogReaderOptions options, Env& env)
-    : dir_(std::move(dir)),
-      options_(options),
-      env_(env),
-      next_lsn_(from) {}
+    : dir_(std::move(dir)), options_(options), env_(env), next_lsn_(from) {}
 
 DurableLogReader::~DurableLogReader() = default;
 

@@ -244,8 +244,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     if (reader.ok()) {
       ReadResult tail;
       Drain(**reader, &tail);
-      const bool first_ok = tail.status.ok() ||
-                            tail.status.message() == "torn tail";
+      const bool first_ok =
+          tail.status.ok() || tail.status.message() == "torn tail";
       WriteFile(Segment(), before);
       if (first_ok) {
         Drain(**reader, &tail);

@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The durable-log crash test's child: a GroupDirectory logging to a
-// FileDurableLog in directory `path` (4 KiB segments) makes a random stream of mutations (create,
-// create in a group, two-phase create + commit, upsert with a payload,
-// erase) until it is killed. Every record on_durable reports is sent to
-// `ack_fd` as one DurableAck (durable_log_crash.h), in the order on_durable
+// FileDurableLog in directory `path` (4 KiB segments) makes a random stream of
+// mutations (create, create in a group, two-phase create + commit, upsert with
+// a payload, erase) until it is killed. Every record on_durable reports is sent
+// to `ack_fd` as one DurableAck (durable_log_crash.h), in the order on_durable
 // sees them.
 //   durable_log_crash_child <path> <seed> <ack_fd> <sync 0|1>
 

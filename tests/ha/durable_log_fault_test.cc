@@ -100,7 +100,8 @@ std::string CheckPrefix(const History& h, const std::vector<Entry>& got) {
   }
   const Lsn lo = std::max(h.dropped_through + 1, h.base_first);
   const Lsn hi = h.base_last + h.durable;
-  if (lo <= hi && (got.empty() || got.front().lsn > lo || got.back().lsn < hi)) {
+  if (lo <= hi &&
+      (got.empty() || got.front().lsn > lo || got.back().lsn < hi)) {
     return fail("acknowledged records lost");
   }
   if (!got.empty() && got.back().lsn > h.base_last + h.finalized) {
@@ -150,10 +151,9 @@ bool Reopen(Env* env, WorkloadRun* run, std::size_t* acknowledged,
   const Lsn durable_lsn = (*opened)->durable_lsn();
   const Lsn first_lsn = (*opened)->first_lsn();
   if (wrong.empty() &&
-      (records->empty()
-           ? first_lsn != durable_lsn + 1
-           : (first_lsn != records->front().lsn ||
-              durable_lsn != records->back().lsn))) {
+      (records->empty() ? first_lsn != durable_lsn + 1
+                        : (first_lsn != records->front().lsn ||
+                           durable_lsn != records->back().lsn))) {
     wrong = "first_lsn() " + std::to_string(first_lsn) + " / durable_lsn() " +
             std::to_string(durable_lsn) + " disagree with the records read";
   }
@@ -450,7 +450,8 @@ TEST(DurableLogFaultTest, DamageInAnOlderSegmentOrAGapIsDataLoss) {
       ASSERT_TRUE(env.Remove(SegmentPath(2)).ok());
     } else {
       std::string bytes = env.Contents(SegmentPath(2)).value_or("");
-      bytes.back() ^= 0x01;  // its last (only) record: a "tail", but not the log's
+      bytes.back() ^=
+          0x01;  // its last (only) record: a "tail", but not the log's
       ASSERT_TRUE(env.SetContents(SegmentPath(2), bytes).ok());
     }
     auto opened = FileDurableLog::Open(kLog, options);

@@ -180,8 +180,7 @@ TEST(DurableLogLsnTest, StartLsnRules) {
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     EXPECT_EQ((*log)->durable_lsn(), 0u);
     EXPECT_EQ((*log)->first_lsn(), 1u);
-    EXPECT_TRUE(std::filesystem::exists(
-        SegmentPath(scratch.File("fresh"), 1)));
+    EXPECT_TRUE(std::filesystem::exists(SegmentPath(scratch.File("fresh"), 1)));
   }
   // A promoted follower continues a primary's LSNs in a new directory.
   const std::string dir = scratch.File("promoted");
@@ -603,8 +602,7 @@ TEST(DurableLogReaderTest, DamageIsDataLoss) {
     std::vector<Lsn> lsns;
     EXPECT_EQ(Drain(**reader, &lsns).code(), StatusCode::kDataLoss);
     EXPECT_EQ(lsns, Range(1, 3));
-    EXPECT_EQ(FileDurableLog::Open(dir).status().code(),
-              StatusCode::kDataLoss);
+    EXPECT_EQ(FileDurableLog::Open(dir).status().code(), StatusCode::kDataLoss);
   }
   // An LSN out of sequence: a checksum-valid frame of LSN 5 right after
   // LSN 3 (taken from another log).
@@ -616,7 +614,8 @@ TEST(DurableLogReaderTest, DamageIsDataLoss) {
     WriteThreeSegments(other);
     const std::string donor = ReadFile(SegmentPath(other, 4));
     const std::size_t frame4 = kDurableLogHeaderBytes;
-    const std::size_t frame5 = frame4 + kDurableLogFrameBytes + BodyOf(4).size();
+    const std::size_t frame5 =
+        frame4 + kDurableLogFrameBytes + BodyOf(4).size();
     const std::string frame =
         donor.substr(frame5, kDurableLogFrameBytes + BodyOf(5).size());
     ASSERT_EQ(base_internal::LoadFixed<std::uint64_t>(frame.data() + 4), 5u);
@@ -649,8 +648,7 @@ TEST(DurableLogReaderTest, DamageIsDataLoss) {
               StatusCode::kFailedPrecondition);
     v1[13] ^= 0x01;  // its checksum broken: damage, not a version
     WriteFile(SegmentPath(dir, 1), v1);
-    EXPECT_EQ(FileDurableLog::Open(dir).status().code(),
-              StatusCode::kDataLoss);
+    EXPECT_EQ(FileDurableLog::Open(dir).status().code(), StatusCode::kDataLoss);
   }
 }
 
