@@ -299,7 +299,7 @@ class SegmentStream {
     if (at >= buf_at_ && at + n <= end) return n;
     if (at >= buf_at_ && at <= end) {
       const auto keep = static_cast<std::size_t>(end - at);
-      std::memmove(buf_.data(), At(at), keep);
+      if (keep > 0) std::memmove(buf_.data(), At(at), keep);
       buf_len_ = keep;
     } else {
       buf_len_ = 0;
