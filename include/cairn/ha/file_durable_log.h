@@ -349,7 +349,9 @@ struct DurableLogScan {
 // first (a DurableLogReader from the oldest segment). OK at a clean end;
 // kDataLoss at a torn or damaged tail (fn has seen the valid records, which
 // *scan describes) and for the reader's damage; the reader's other errors
-// (kNotFound if there is no log). Reads through `env` (null: the default).
+// (kNotFound if there is no log). Reads through `env` (null: the default)
+// with the reader's default max_record_bytes (16 MiB): a log written with a
+// larger limit needs a DurableLogReader with that limit.
 Status ReadDurableLog(const std::string& dir,
                       const std::function<void(Lsn, std::string_view)>& fn,
                       DurableLogScan* scan = nullptr, Env* env = nullptr);
