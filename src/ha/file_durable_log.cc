@@ -20,8 +20,8 @@ using base_internal::LoadFixed;
 using base_internal::PutFixed;
 using base_internal::StoreFixed;
 
-constexpr std::uint64_t kHeaderSeed = 0x44555241424c4548ull;
-constexpr std::uint64_t kRecordSeed = 0x44555241424c5245ull;
+constexpr std::uint64_t kHeaderSeed = kDurableLogHeaderSeed;
+constexpr std::uint64_t kRecordSeed = kDurableLogRecordSeed;
 constexpr std::size_t kV1HeaderBytes = 16;
 constexpr char kSegmentSuffix[] = ".log";
 constexpr std::size_t kSegmentDigits = 20;
@@ -77,13 +77,13 @@ Status CheckHeader(const char* p, std::size_t n, const std::string& path,
     // this one) is a precondition, anything else damage.
     const bool v1 = version == 1 && n >= kV1HeaderBytes &&
                     LoadFixed<std::uint32_t>(p + 12) == HeaderChecksum(p, 12);
-    const bool later = n >= kDurableLogHeaderBytes &&
-                       LoadFixed<std::uint32_t>(p + 24) == HeaderChecksum(p, 24);
+    const bool later =
+        n >= kDurableLogHeaderBytes &&
+        LoadFixed<std::uint32_t>(p + 24) == HeaderChecksum(p, 24);
     if (v1 || later) {
-      return FailedPreconditionError("durable log of format version " +
-                                     std::to_string(version) + ", not " +
-                                     std::to_string(kDurableLogFormatVersion) +
-                                     ": " + path);
+      return FailedPreconditionError(
+          "durable log of format version " + std::to_string(version) +
+          ", not " + std::to_string(kDurableLogFormatVersion) + ": " + path);
     }
     return DataLossError("durable log header damaged: " + path);
   }
@@ -299,7 +299,7 @@ class SegmentStream {
     if (at >= buf_at_ && at + n <= end) return n;
     if (at >= buf_at_ && at <= end) {
       const auto keep = static_cast<std::size_t>(end - at);
-      std::memmove(buf_.data(), At(at), keep);
+      if (keep > 0) std::memmove(buf_.data(), At(at), keep);
       buf_len_ = keep;
     } else {
       buf_len_ = 0;
@@ -311,6 +311,7 @@ class SegmentStream {
         n, std::min(read_bytes_, std::max(kInitialBuffer, 2 * buf_.size())));
     if (buf_.size() < size) {
       try {
+        buf_.reserve(size);  // exactly: resize alone may double
         buf_.resize(size);
       } catch (const std::bad_alloc&) {
         return ResourceExhaustedError("durable log reader buffer");
@@ -330,8 +331,8 @@ class SegmentStream {
   Lsn first_ = 0;
   std::uint64_t offset_ = 0;
   std::vector<char> buf_;
-  std::uint64_t buf_at_ = 0;    // file offset of buf_[0]
-  std::size_t buf_len_ = 0;     // valid bytes in buf_
+  std::uint64_t buf_at_ = 0;  // file offset of buf_[0]
+  std::size_t buf_len_ = 0;   // valid bytes in buf_
 };
 
 // Checks every existing segment in `dir` (streamed, in LSN order) and
@@ -359,10 +360,9 @@ Status ScanSegments(Env& env, const std::string& dir,
                            std::to_string(stream->first()) + ": " + path);
     }
     if (i > 0 && firsts[i] != last + 1) {
-      return DataLossError("durable log segments leave a gap: LSNs " +
-                           std::to_string(last + 1) + " .. " +
-                           std::to_string(firsts[i] - 1) + " missing before " +
-                           path);
+      return DataLossError(
+          "durable log segments leave a gap: LSNs " + std::to_string(last + 1) +
+          " .. " + std::to_string(firsts[i] - 1) + " missing before " + path);
     }
     last = firsts[i] - 1;
     for (;;) {
@@ -506,7 +506,8 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     // Open may have made the directory and failed before its sync).
     const Lsn first = options.start_lsn != 0 ? options.start_lsn : 1;
     Status s = env.SyncDir(DirectoryOf(dir));
-    if (s.ok()) s = durable_log_internal::CreateSegment(env, dir, first, &log.file);
+    if (s.ok())
+      s = durable_log_internal::CreateSegment(env, dir, first, &log.file);
     if (!s.ok()) return InDurableLog(s);
     log.end = kDurableLogHeaderBytes;
     log.segments.push_back(first);
@@ -515,10 +516,10 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
     CAIRN_RETURN_IF_ERROR(
         durable_log_internal::ScanSegments(env, dir, firsts, options, &log));
     if (options.start_lsn != 0 && options.start_lsn != log.last_lsn + 1) {
-      return FailedPreconditionError(
-          "durable log " + dir + " ends at LSN " +
-          std::to_string(log.last_lsn) + ", start_lsn is " +
-          std::to_string(options.start_lsn));
+      return FailedPreconditionError("durable log " + dir + " ends at LSN " +
+                                     std::to_string(log.last_lsn) +
+                                     ", start_lsn is " +
+                                     std::to_string(options.start_lsn));
     }
     if (options.sync) {
       // What the scan found may not be synced (an earlier writer died
@@ -814,10 +815,7 @@ class DurableLogReader::Segment final : public SegmentStream {
 
 DurableLogReader::DurableLogReader(std::string dir, Lsn from,
                                    DurableLogReaderOptions options, Env& env)
-    : dir_(std::move(dir)),
-      options_(options),
-      env_(env),
-      next_lsn_(from) {}
+    : dir_(std::move(dir)), options_(options), env_(env), next_lsn_(from) {}
 
 DurableLogReader::~DurableLogReader() = default;
 
@@ -886,8 +884,7 @@ Status DurableLogReader::OpenSegment(Lsn first) {
 }
 
 Result<bool> DurableLogReader::NextSegmentExists() {
-  // A segment with no record yet is named cursor_ itself: its successor
-  // cannot exist (a writer rotates only after a record).
+  // A segment with no record yet is named cursor_ itself.
   const bool empty = cursor_ == segment_->first();
   if (!empty) {
     Result<bool> named =
@@ -895,24 +892,31 @@ Result<bool> DurableLogReader::NextSegmentExists() {
     if (!named.ok()) return InDurableLog(named.status());
     if (*named) return true;
   }
-  // Not there by name: not yet written, or a gap, or dropped.
+  // Any later segment: the writer may have finished this one and moved on
+  // since it was read (the caller reads it again before deciding).
   Result<std::vector<Lsn>> firsts =
       durable_log_internal::ListSegments(env_, dir_);
   if (!firsts.ok()) return firsts.status();
-  bool later = false;
-  bool current = false;
-  for (const Lsn first : *firsts) {
-    if (first == cursor_ && !empty) return true;  // created since the lookup
-    later |= first > cursor_;
-    current |= first == segment_->first();
+  return !firsts->empty() && firsts->back() > segment_->first();
+}
+
+Status DurableLogReader::OpenNextSegment() {
+  const Lsn current = segment_->first();
+  if (cursor_ != current) {
+    Status s = OpenSegment(cursor_);
+    if (s.code() != StatusCode::kOutOfRange) return s;
   }
-  if (!later) return false;
-  if (current) {
+  // No segment starts where this one ends: a gap if this one is still
+  // there (a writer creates the next one only after this one's last
+  // record), else both were dropped (DropThrough drops oldest first).
+  Result<std::vector<Lsn>> firsts =
+      durable_log_internal::ListSegments(env_, dir_);
+  if (!firsts.ok()) return firsts.status();
+  if (std::find(firsts->begin(), firsts->end(), current) != firsts->end()) {
     return DataLossError("durable log " + dir_ + " has no segment for LSN " +
                          std::to_string(cursor_) +
                          " but a later one: a gap between segments");
   }
-  // Ours and its successor were dropped (DropThrough drops oldest first).
   return OutOfRangeError("durable log segment for LSN " +
                          std::to_string(cursor_) + " in " + dir_ +
                          " was dropped before it was read");
@@ -953,7 +957,7 @@ Result<bool> DurableLogReader::Next(DurableLogEntry* out) {
             "a successor" +
             where());
       }
-      CAIRN_RETURN_IF_ERROR(OpenSegment(cursor_));
+      CAIRN_RETURN_IF_ERROR(OpenNextSegment());
       successor = false;
       continue;
     }

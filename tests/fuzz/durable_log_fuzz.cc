@@ -1,18 +1,21 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// libFuzzer harness for the durable log's file format (FileDurableLog,
-// ReadDurableLog) and its record bodies (DecodeDurableRecord). The first
-// byte picks the mode: raw (the rest of the input is the file) or framed
-// (input-chosen bodies written by a real FileDurableLog, so frames and
-// checksums are valid, then input-chosen damage: a cut, a flipped byte,
-// trailing bytes).
-// Invariants: ReadDurableLog ends OK (exactly at the end of the file) or
-// kDataLoss / kFailedPrecondition with a valid prefix inside the file; a
-// body that decodes re-encodes to the same bytes; Open agrees with the
-// read (a clean file opens; a damaged one is refused, or with
-// truncate_damaged_tail leaves a file whose records are the valid prefix);
-// an opened log appends a record that the next read finds after the others.
+// libFuzzer harness for the durable log's segment format (FileDurableLog,
+// DurableLogReader) and its record bodies (DecodeDurableRecord), over a log
+// directory holding one segment. The first byte picks the mode: raw (the
+// rest of the input is the segment file) or framed (input-chosen bodies
+// written by a real FileDurableLog, so frames, LSNs and checksums are valid,
+// then input-chosen damage: a cut, a flipped byte, trailing bytes).
+// Invariants: a reader ends cleanly (exactly at the end of the file, LSNs
+// 1, 2, ...) or at a damaged tail or with kDataLoss / kFailedPrecondition,
+// having consumed a valid prefix inside the file; a reader that tails the
+// file while it grows in two steps returns the same records as one that
+// reads it whole; a body that decodes re-encodes to the same bytes; Open
+// agrees with the read (a clean file opens; a damaged one is refused, or
+// with truncate_damaged_tail leaves a file whose records are the valid
+// prefix); an opened log appends a record that the next read finds after
+// the others, with the next LSN.
 
 #include <unistd.h>
 
@@ -20,6 +23,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,7 +35,10 @@
 
 namespace {
 
+using cairn::Lsn;
 using cairn::StatusCode;
+
+constexpr std::size_t kMaxRecord = 4096;
 
 void Require(bool condition) {
   if (!condition) std::abort();
@@ -38,10 +46,23 @@ void Require(bool condition) {
 
 const std::string& Path() {
   static const std::string path = [] {
+    // tmpfs when there is one: every run creates a log directory and
+    // segment, whose syncs cost nothing there.
     const char* base = std::getenv("TMPDIR");
-    return std::string(base != nullptr ? base : "/tmp") +
-           "/cairn_durable_log_fuzz_" + std::to_string(::getpid());
+    std::error_code ignored;
+    if (base == nullptr) {
+      base = std::filesystem::is_directory("/dev/shm", ignored) ? "/dev/shm"
+                                                                : "/tmp";
+    }
+    return std::string(base) + "/cairn_durable_log_fuzz_" +
+           std::to_string(::getpid());
   }();
+  return path;
+}
+
+const std::string& Segment() {
+  static const std::string path =
+      Path() + "/" + cairn::DurableLogSegmentName(1);
   return path;
 }
 
@@ -66,7 +87,7 @@ std::string ReadFile(const std::string& path) {
 cairn::FileDurableLogOptions Options(bool truncate) {
   cairn::FileDurableLogOptions o;
   o.sync = false;  // the page cache is the disk here
-  o.max_record_bytes = 4096;
+  o.max_record_bytes = kMaxRecord;
   o.max_pending_bytes = 1 << 16;
   o.truncate_damaged_tail = truncate;
   return o;
@@ -121,6 +142,50 @@ void CheckBody(std::string_view body) {
   Require(again == body);
 }
 
+struct ReadResult {
+  cairn::Status status;  // OK: a clean end; kDataLoss also for a torn tail
+  std::vector<std::string> bodies;
+  std::uint64_t valid_bytes = 0;
+};
+
+// Drains `reader`, appending to *out; false from Next ends it.
+void Drain(cairn::DurableLogReader& reader, ReadResult* out) {
+  for (;;) {
+    cairn::DurableLogEntry e;
+    cairn::Result<bool> next = reader.Next(&e);
+    if (!next.ok()) {
+      out->status = next.status();
+      return;
+    }
+    if (!*next) break;
+    Require(e.lsn == out->bodies.size() + 1);
+    out->bodies.emplace_back(e.body);
+    out->valid_bytes = reader.bytes_read();
+  }
+  out->status = reader.stopped_at_damaged_tail()
+                    ? cairn::DataLossError("torn tail")
+                    : cairn::Status::Ok();
+}
+
+cairn::DurableLogReaderOptions ReaderOptions() {
+  cairn::DurableLogReaderOptions o;
+  o.max_record_bytes = kMaxRecord;
+  o.read_bytes = 64;  // many refills
+  return o;
+}
+
+ReadResult ReadLog() {
+  ReadResult out;
+  auto reader = cairn::DurableLogReader::Open(Path(), 1, ReaderOptions());
+  if (!reader.ok()) {
+    out.status = reader.status();
+    return out;
+  }
+  out.valid_bytes = (*reader)->bytes_read();
+  Drain(**reader, &out);
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
@@ -129,9 +194,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   const std::string_view input(reinterpret_cast<const char*>(data + 1),
                                size - 1);
   const std::string& path = Path();
-  std::remove(path.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
   if (data[0] % 2 == 0) {
-    WriteFile(path, std::string(input));
+    std::filesystem::create_directory(path, ignored);
+    WriteFile(Segment(), std::string(input));
   } else {
     // Bodies separated by 0xff bytes, each raw or encoded (its first byte
     // picks), written by the real log; then the damage the mode byte asks
@@ -148,7 +215,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
       start = end + 1;
     }
     log->reset();
-    std::string file = ReadFile(path);
+    std::string file = ReadFile(Segment());
     const std::size_t where =
         size >= 3 ? (std::size_t{data[size - 1]} << 8 | data[size - 2]) : 0;
     const std::uint8_t damage = data[0] >> 1;
@@ -157,46 +224,68 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
       file[where % file.size()] ^= static_cast<char>(1 + (damage >> 3) % 255);
     }
     if (damage & 4) file.append(input.substr(0, damage % 40));
-    WriteFile(path, file);
+    WriteFile(Segment(), file);
   }
-  const std::string before = ReadFile(path);
+  const std::string before = ReadFile(Segment());
 
-  std::vector<std::string> bodies;
-  cairn::DurableLogScan scan;
-  const cairn::Status read = cairn::ReadDurableLog(
-      path, [&](std::string_view body) { bodies.emplace_back(body); }, &scan);
-  Require(bodies.size() == scan.records);
-  Require(scan.valid_bytes <= before.size());
-  if (read.ok()) {
-    Require(scan.valid_bytes == before.size());
+  const ReadResult read = ReadLog();
+  Require(read.valid_bytes <= before.size());
+  if (read.status.ok()) {
+    Require(read.valid_bytes == before.size());
   } else {
-    Require(read.code() == StatusCode::kDataLoss ||
-            read.code() == StatusCode::kFailedPrecondition);
+    Require(read.status.code() == StatusCode::kDataLoss ||
+            read.status.code() == StatusCode::kFailedPrecondition);
   }
-  for (const std::string& body : bodies) CheckBody(body);
+  for (const std::string& body : read.bodies) CheckBody(body);
+
+  // Tailing: the file appears in two steps (split where the input says);
+  // a reader that drains after each step returns the same records as the
+  // whole read, and ends the same way.
+  if (before.size() >= cairn::kDurableLogHeaderBytes) {
+    const std::size_t split =
+        cairn::kDurableLogHeaderBytes +
+        (size >= 2 ? data[size - 1] * 7u : 0) %
+            (before.size() - cairn::kDurableLogHeaderBytes + 1);
+    WriteFile(Segment(), before.substr(0, split));
+    auto reader = cairn::DurableLogReader::Open(path, 1, ReaderOptions());
+    if (reader.ok()) {
+      ReadResult tail;
+      Drain(**reader, &tail);
+      const bool first_ok =
+          tail.status.ok() || tail.status.message() == "torn tail";
+      WriteFile(Segment(), before);
+      if (first_ok) {
+        Drain(**reader, &tail);
+        Require(tail.bodies == read.bodies);
+        Require(tail.status.ok() == read.status.ok());
+      }
+    }
+    WriteFile(Segment(), before);
+  }
 
   // Open without truncation: a clean file opens and changes nothing; a
   // damaged one is refused (and is left as it was).
   {
     auto log = cairn::FileDurableLog::Open(path, Options(false));
-    Require(log.ok() == read.ok());
-    if (!log.ok()) Require(ReadFile(path) == before);
+    Require(log.ok() == read.status.ok());
+    if (!log.ok()) Require(ReadFile(Segment()) == before);
   }
   auto log = cairn::FileDurableLog::Open(path, Options(true));
   if (!log.ok()) {
-    Require(!read.ok());
+    Require(!read.status.ok());
     return 0;
   }
   // What it kept is exactly the valid prefix (a cut tail, or all).
-  std::vector<std::string> kept;
-  Require(ReadFile(path) == before.substr(0, scan.valid_bytes));
+  Require(ReadFile(Segment()) == before.substr(0, read.valid_bytes));
+  Require((*log)->durable_lsn() == read.bodies.size());
   const bool appended = AppendBody(**log, "fuzz-tail");
   log->reset();
-  const cairn::Status reread = cairn::ReadDurableLog(
-      path, [&](std::string_view body) { kept.emplace_back(body); });
-  Require(reread.ok());
-  Require(kept.size() == bodies.size() + (appended ? 1 : 0));
-  for (std::size_t i = 0; i < bodies.size(); ++i) Require(kept[i] == bodies[i]);
-  if (appended) Require(kept.back() == "fuzz-tail");
+  const ReadResult reread = ReadLog();
+  Require(reread.status.ok());
+  Require(reread.bodies.size() == read.bodies.size() + (appended ? 1 : 0));
+  for (std::size_t i = 0; i < read.bodies.size(); ++i) {
+    Require(reread.bodies[i] == read.bodies[i]);
+  }
+  if (appended) Require(reread.bodies.back() == "fuzz-tail");
   return 0;
 }

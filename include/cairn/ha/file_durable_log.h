@@ -69,6 +69,11 @@ inline constexpr std::size_t kDurableLogHeaderBytes = 28;
 // A frame's fixed part: length u32 | LSN u64 | checksum u64.
 inline constexpr std::size_t kDurableLogFrameBytes = 20;
 inline constexpr std::size_t kDurableLogMaxRecordBytes = std::size_t{1} << 30;
+// XXH64 seeds: the header's checksum is the low half of XXH64(its first 24
+// bytes, kDurableLogHeaderSeed); a frame's is XXH64(LSN bytes + body,
+// kDurableLogRecordSeed ^ length).
+inline constexpr std::uint64_t kDurableLogHeaderSeed = 0x44555241424c4548ull;
+inline constexpr std::uint64_t kDurableLogRecordSeed = 0x44555241424c5245ull;
 
 // The name of the segment whose first record has LSN `first`:
 // "<20 zero-padded decimal digits>.log".
@@ -315,9 +320,12 @@ class DurableLogReader {
                    Env& env);
   // Opens the segment whose first LSN is `first` (kOutOfRange if gone).
   Status OpenSegment(Lsn first);
-  // At the end of the current segment: whether the next one exists (by
-  // name, then by listing: kDataLoss for a gap, kOutOfRange if dropped).
+  // At the end of the current segment: whether a later one exists (by the
+  // name the next would have, then by listing).
   Result<bool> NextSegmentExists();
+  // Moves to the segment starting at cursor_: kDataLoss for a gap,
+  // kOutOfRange if it was dropped.
+  Status OpenNextSegment();
 
   const std::string dir_;
   const DurableLogReaderOptions options_;
@@ -341,7 +349,9 @@ struct DurableLogScan {
 // first (a DurableLogReader from the oldest segment). OK at a clean end;
 // kDataLoss at a torn or damaged tail (fn has seen the valid records, which
 // *scan describes) and for the reader's damage; the reader's other errors
-// (kNotFound if there is no log). Reads through `env` (null: the default).
+// (kNotFound if there is no log). Reads through `env` (null: the default)
+// with the reader's default max_record_bytes (16 MiB): a log written with a
+// larger limit needs a DurableLogReader with that limit.
 Status ReadDurableLog(const std::string& dir,
                       const std::function<void(Lsn, std::string_view)>& fn,
                       DurableLogScan* scan = nullptr, Env* env = nullptr);
