@@ -29,12 +29,12 @@
 // new directory whose id counter resumes above every stored id and the
 // stored next id, and whose route starts at a bucket count sized from the
 // stored object count (std::bit_ceil of it, or the host's bucket_count if
-// larger). Each group's
-// lease is the largest member lease stored (group lease = max member
-// deadline), restarted from the restore's clock; every object's counted
-// bytes are charged to its tenant's account. A file that fails validation
-// returns kDataLoss (kFailedPrecondition for a well-formed file of another
-// format version) and nothing is created.
+// larger). Each group's lease is the largest member lease stored (group
+// lease = max member deadline), restarted from the restore's clock; every
+// object's counted bytes are charged to its tenant's account. A file that
+// fails validation returns kDataLoss (kFailedPrecondition for a well-formed
+// file of another format version, version 1 included) and nothing is
+// created.
 //
 // Every file access goes through an Env (cairn/base/env.h):
 // SnapshotWriteOptions::env for a write, the restores' `env` argument for a

@@ -62,8 +62,9 @@
 CAIRN_NAMESPACE_BEGIN
 
 // What a tenant is built from. The registry overrides three directory
-// fields: tenant_instance (a fresh id), quota (the tenant's own account) and
-// route.epoch_domain (the shared route domain).
+// fields: tenant_instance (a fresh id, or RegistryHooks::CreateInstance's),
+// quota (the tenant's own account) and route.epoch_domain (the shared route
+// domain).
 struct TenantOptions {
   std::uint64_t quota_limit_bytes = QuotaAccount::kUnlimited;
   DirectoryOptions directory;
