@@ -19,6 +19,8 @@
 
 #include "cairn/base/status.h"
 #include "cairn/directory/durable_log.h"
+#include "cairn/directory/group_directory.h"
+#include "cairn/tenant/tenant_registry.h"
 
 namespace cairn::testing {
 
@@ -108,6 +110,51 @@ inline void ApplyCrashOp(const CrashOp& op, CrashState* state) {
       return;
     default:
       return;
+  }
+}
+
+// Runs `op` on `registry` as the model expects: OK for a mutation that
+// finds nothing to do, the registry's or log's error otherwise.
+template <typename Registry>
+Status RunCrashOp(Registry& registry, const CrashOp& op) {
+  if (op.kind == CrashOp::kMakeTenant) {
+    return registry
+        .GetOrCreate(op.tenant,
+                     [](std::string_view) -> Result<TenantOptions> {
+                       return TenantOptions{};
+                     })
+        .status();
+  }
+  auto tenant = registry.Find(op.tenant);
+  if (!tenant.ok()) return Status::Ok();  // the model skips it too
+  if (op.kind == CrashOp::kRemoveTenant) {
+    if (op.tenant == "default") return Status::Ok();
+    return registry.Remove(op.tenant, tenant.value()->instance_id());
+  }
+  auto& dir = tenant.value()->directory();
+  Status s;
+  switch (op.kind) {
+    case CrashOp::kCreate: {
+      CreateOptions o;
+      o.counted_bytes = op.counted;
+      s = dir.Create(op.key, o, CrashBlob{op.payload}).status();
+      return s.code() == StatusCode::kAlreadyExists ? Status::Ok() : s;
+    }
+    case CrashOp::kErase: {
+      s = dir.Erase(op.key);
+      return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+    }
+    case CrashOp::kUpsert: {
+      auto pinned = dir.Pin(op.key);
+      if (!pinned.ok()) return Status::Ok();
+      UpsertOptions o;
+      o.counted_bytes = op.counted;
+      if (s = dir.BeginUpsert(op.key, pinned->token(), o); !s.ok()) return s;
+      return dir.CommitUpsertWithPayload(op.key, pinned->token(),
+                                         CrashBlob{op.payload});
+    }
+    default:
+      return Status::Ok();
   }
 }
 

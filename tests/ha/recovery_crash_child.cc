@@ -35,50 +35,6 @@ int Fail(const char* what, const cairn::Status& s) {
   return 5;
 }
 
-cairn::Status Run(Registry& registry, const CrashOp& op) {
-  using cairn::StatusCode;
-  if (op.kind == CrashOp::kMakeTenant) {
-    return registry
-        .GetOrCreate(
-            op.tenant,
-            [](std::string_view) -> cairn::Result<cairn::TenantOptions> {
-              return cairn::TenantOptions{};
-            })
-        .status();
-  }
-  auto tenant = registry.Find(op.tenant);
-  if (!tenant.ok()) return cairn::Status::Ok();  // the model skips it too
-  if (op.kind == CrashOp::kRemoveTenant) {
-    if (op.tenant == "default") return cairn::Status::Ok();
-    return registry.Remove(op.tenant, tenant.value()->instance_id());
-  }
-  auto& dir = tenant.value()->directory();
-  cairn::Status s;
-  switch (op.kind) {
-    case CrashOp::kCreate: {
-      cairn::CreateOptions o;
-      o.counted_bytes = op.counted;
-      s = dir.Create(op.key, o, CrashBlob{op.payload}).status();
-      return s.code() == StatusCode::kAlreadyExists ? cairn::Status::Ok() : s;
-    }
-    case CrashOp::kErase: {
-      s = dir.Erase(op.key);
-      return s.code() == StatusCode::kNotFound ? cairn::Status::Ok() : s;
-    }
-    case CrashOp::kUpsert: {
-      auto pinned = dir.Pin(op.key);
-      if (!pinned.ok()) return cairn::Status::Ok();
-      cairn::UpsertOptions o;
-      o.counted_bytes = op.counted;
-      if (s = dir.BeginUpsert(op.key, pinned->token(), o); !s.ok()) return s;
-      return dir.CommitUpsertWithPayload(op.key, pinned->token(),
-                                         CrashBlob{op.payload});
-    }
-    default:
-      return cairn::Status::Ok();
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +57,9 @@ int main(int argc, char** argv) {
   Registry registry(r);
   for (std::uint64_t serial = 1;; ++serial) {
     const CrashOp op = cairn::testing::NextCrashOp(rng, serial);
-    if (cairn::Status s = Run(registry, op); !s.ok()) return Fail("op", s);
+    if (cairn::Status s = cairn::testing::RunCrashOp(registry, op); !s.ok()) {
+      return Fail("op", s);
+    }
     if (::write(ack_fd, &serial, sizeof(serial)) != sizeof(serial)) return 4;
     if (serial % snapshot_every == 0) {
       cairn::Status s = cairn::WriteSnapshotAt(
