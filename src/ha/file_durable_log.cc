@@ -388,8 +388,10 @@ Status ScanSegments(Env& env, const std::string& dir,
                                    ? "durable log record truncated"
                                    : "durable log record damaged";
       if (!newest) {
-        return DataLossError(what + " in a segment that is not the newest" +
-                             where);
+        std::string message = what;
+        message += " in a segment that is not the newest";
+        message += where;
+        return DataLossError(message);
       }
       if (!options.truncate_damaged_tail) {
         return DataLossError(what + where +

@@ -118,11 +118,11 @@ struct FileDurableLogOptions {
 
 class FileDurableLog final : public DurableLog {
  public:
-  // Opens the log in directory `dir`, creating the directory if it is
+  // Opens the log in directory `path`, creating the directory if it is
   // missing (its parent must exist; the parent is synced whenever the log
   // is new) and a first segment if it holds none (header written and
   // synced under <name>.tmp, renamed into place, directory synced). Takes
-  // an exclusive lock on <dir>/LOCK. Existing segments are checked in LSN
+  // an exclusive lock on <path>/LOCK. Existing segments are checked in LSN
   // order, streamed with a bounded buffer: every header, that each segment
   // starts at the LSN after the previous one's last, and every frame (only
   // the newest segment may have a damaged tail; see truncate_damaged_tail).
@@ -132,7 +132,7 @@ class FileDurableLog final : public DurableLog {
   // writer holds the lock, another format version, start_lsn disagrees with
   // the log), kDataLoss (damage), kInternal / kResourceExhausted (I/O).
   static Result<std::unique_ptr<FileDurableLog>> Open(
-      const std::string& dir, FileDurableLogOptions options = {});
+      const std::string& path, FileDurableLogOptions options = {});
   // Closes the files. Every reservation must have been finalized or
   // cancelled.
   ~FileDurableLog() override;
