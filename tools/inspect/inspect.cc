@@ -287,6 +287,9 @@ std::string_view KindName(Kind kind) {
 
 struct Identity {
   Kind kind = Kind::kBlockLog;
+  // False for a store directory whose file is too short or has another
+  // magic: the directory is known, its file is damaged (the walk says how).
+  bool version_known = true;
   std::uint32_t version = 0;
   std::uint32_t supported = 0;  // the version the library reads
   std::string file;             // the file the version was read from
@@ -337,16 +340,24 @@ Result<Identity> Identify(Env& env, const std::string& path) {
     if (exists.ok() && !*exists) return NotFoundError("no such file");
     return IdentifyFile(env, path);
   }
-  const bool has_log =
-      std::find(names->begin(), names->end(), "log") != names->end();
-  if (has_log) {
-    Result<Identity> id = IdentifyFile(env, JoinPath(path, "log"));
-    if (!id.ok()) return id;
-    if (id->kind != Kind::kBlockLog) {
-      return InvalidArgumentError("its `log` is not a block log");
+  // A store directory is known by its file names; a file there that is too
+  // short or has another magic is damage the walk reports.
+  const auto in_directory = [&](const std::string& file, Kind file_kind,
+                                Kind kind) -> Result<Identity> {
+    Result<Identity> id = IdentifyFile(env, file);
+    if (!id.ok() && id.status().code() != StatusCode::kInvalidArgument) {
+      return id;
     }
-    id->kind = Kind::kLogStoreDir;
-    return id;
+    Identity known;
+    if (id.ok() && id->kind == file_kind) known = *id;
+    if (!id.ok() || id->kind != file_kind) known.version_known = false;
+    known.kind = kind;
+    known.file = file;
+    return known;
+  };
+  if (std::find(names->begin(), names->end(), "log") != names->end()) {
+    return in_directory(JoinPath(path, "log"), Kind::kBlockLog,
+                        Kind::kLogStoreDir);
   }
   Result<std::vector<Lsn>> firsts =
       durable_log_internal::ListSegments(env, path);
@@ -356,14 +367,8 @@ Result<Identity> Identify(Env& env, const std::string& path) {
         "not a cairn store directory: no `log` file and no durable log "
         "segment");
   }
-  Result<Identity> id =
-      IdentifyFile(env, JoinPath(path, DurableLogSegmentName(firsts->front())));
-  if (!id.ok()) return id;
-  if (id->kind != Kind::kDurableLogSegment) {
-    return InvalidArgumentError("its first segment is not a durable log file");
-  }
-  id->kind = Kind::kDurableLogDir;
-  return id;
+  return in_directory(JoinPath(path, DurableLogSegmentName(firsts->front())),
+                      Kind::kDurableLogSegment, Kind::kDurableLogDir);
 }
 
 // ---- durable log -----------------------------------------------------------
@@ -1113,10 +1118,16 @@ int RunInspect(const std::string& path, const InspectOptions& options,
   if (!id.ok()) {
     return Finish(Unreadable(path, std::string(id.status().message())), p);
   }
-  const bool supported = id->version == id->supported;
-  p.Emit("format",
-         {Bytes("path", path), Word("kind", KindName(id->kind)),
-          Uint("version", id->version), Bool("supported", supported)});
+  const bool supported = !id->version_known || id->version == id->supported;
+  if (id->version_known) {
+    p.Emit("format",
+           {Bytes("path", path), Word("kind", KindName(id->kind)),
+            Uint("version", id->version), Bool("supported", supported)});
+  } else {
+    p.Emit("format", {Bytes("path", path), Word("kind", KindName(id->kind)),
+                      Word("version", "unknown"),
+                      Bytes("note", "no cairn header in " + id->file)});
+  }
   if (!supported) {
     Outcome o =
         Unreadable(id->file, "format version " + std::to_string(id->version) +
