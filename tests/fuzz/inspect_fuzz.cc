@@ -42,9 +42,12 @@ namespace fs = std::filesystem;
 using cairn::inspect::Command;
 using cairn::inspect::InspectOptions;
 
-void Require(bool condition) {
-  if (!condition) std::abort();
+void RequireAt(bool condition, int line) {
+  if (condition) return;
+  std::fprintf(stderr, "inspect_fuzz.cc:%d: invariant failed\n", line);
+  std::abort();
 }
+#define Require(condition) RequireAt((condition), __LINE__)
 
 const std::string& Root() {
   static const std::string path = [] {
@@ -108,7 +111,10 @@ int InspectAll(const std::string& path) {
 
 void DurableLogMode(std::string_view input, const std::string& dir) {
   const std::size_t split =
-      input.empty() ? 0 : std::min<std::size_t>(input[0] % 4, input.size());
+      input.empty()
+          ? 0
+          : std::min<std::size_t>(static_cast<std::uint8_t>(input[0]) % 4,
+                                  input.size());
   const std::string_view damage = input.substr(0, split);
   input.remove_prefix(split);
   {
@@ -119,8 +125,8 @@ void DurableLogMode(std::string_view input, const std::string& dir) {
     Require(log.ok());
     // Each key is a run of up to 32 input bytes.
     for (int n = 0; !input.empty() && n < 16; ++n) {
-      const std::size_t len =
-          std::min<std::size_t>(input.size(), 1 + input[0] % 32);
+      const std::size_t len = std::min<std::size_t>(
+          input.size(), 1 + static_cast<std::uint8_t>(input[0]) % 32);
       const std::string key(input.substr(0, len));
       input.remove_prefix(len);
       std::string body;
@@ -162,7 +168,10 @@ void DurableLogMode(std::string_view input, const std::string& dir) {
 
 void LogStoreMode(std::string_view input, const std::string& dir) {
   const std::size_t split =
-      input.empty() ? 0 : std::min<std::size_t>(input[0] % 4, input.size());
+      input.empty()
+          ? 0
+          : std::min<std::size_t>(static_cast<std::uint8_t>(input[0]) % 4,
+                                  input.size());
   const std::string_view damage = input.substr(0, split);
   input.remove_prefix(split);
   cairn::LogStoreOptions options;

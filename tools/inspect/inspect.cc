@@ -1128,16 +1128,12 @@ int RunInspect(const std::string& path, const InspectOptions& options,
                       Word("version", "unknown"),
                       Bytes("note", "no cairn header in " + id->file)});
   }
-  if (!supported) {
-    Outcome o =
-        Unreadable(id->file, "format version " + std::to_string(id->version) +
-                                 " is not read by this cairn (it "
-                                 "reads version " +
-                                 std::to_string(id->supported) + ")");
-    o.unsupported = true;
-    return Finish(o, p);
+  // Another version is decided by the library's decoder, which tells an
+  // intact header of another version (unsupported) from a damaged one:
+  // the walk stops at that header either way, so identify runs it too.
+  if (supported && options.command == Command::kIdentify) {
+    return Finish(Outcome(), p);
   }
-  if (options.command == Command::kIdentify) return Finish(Outcome(), p);
   switch (id->kind) {
     case Kind::kDurableLogDir:
       return InspectDurableLog(env, path, true, options, p);
