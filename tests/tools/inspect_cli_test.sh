@@ -23,6 +23,11 @@ grep -q '^durable_log segments=1 records=2 first_lsn=1 last_lsn=2' <<<"$out" ||
 out=$("$inspect" dump --json "$work/wal/00000000000000000001.log"); rc=$?
 [ "$rc" -eq 0 ] || fail "dump of the segment exited $rc: $out"
 grep -q '"key":"user/42"' <<<"$out" || fail "key not dumped: $out"
+if command -v python3 >/dev/null; then
+  python3 -c 'import json, sys
+for line in sys.stdin:
+    json.loads(line)' <<<"$out" || fail "dump --json is not one JSON object per line: $out"
+fi
 
 # Flip one byte inside record 1's body (its frame starts at byte 28); the
 # valid record after it makes this damage, not a torn tail.

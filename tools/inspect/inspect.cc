@@ -98,7 +98,7 @@ class Printer {
   void Emit(std::string_view type, const std::vector<Field>& fields) {
     std::string line;
     if (json_) {
-      line = "{\"type\":\"" + EscapeBytes(type, true) + "\"";
+      line = R"({"type":")" + EscapeBytes(type, true) + "\"";
       for (const Field& f : fields) {
         line += ",\"";
         line += f.name;
