@@ -611,6 +611,39 @@ TEST(InspectTest, CheckpointAloneAndDamaged) {
             std::string::npos);
 }
 
+// Checkpoints whose seal is good but whose entries are not what the header
+// counts (built with the library's encoder): the scan reports the entry's
+// offset.
+TEST(InspectTest, CheckpointEntryDamageIsReportedAtTheEntry) {
+  ScratchDir dir("inspect");
+  const auto write = [&](std::uint64_t counted, int written) {
+    flush_internal::CheckpointEncoder encoder(2, 2, /*block=*/5, /*offset=*/0);
+    encoder.AddMapCount(counted);
+    for (int m = 1; m < 4; ++m) encoder.AddMapCount(0);
+    for (int i = 0; i < written; ++i) {
+      encoder.AddEntry(0, "key" + std::to_string(i), RecordLocation{1, 0, 20});
+    }
+    WriteWholeFile(dir.File("checkpoint"), std::move(encoder).Finish());
+  };
+  // Entries start after the header and 4 map counts; each is 20 + 4 bytes.
+  const std::int64_t first = flush_internal::kCheckpointHeaderBytes + 4 * 8;
+  write(3, 3);
+  EXPECT_EQ(Inspect({"verify", dir.File("checkpoint")}).exit, kExitOk);
+
+  write(3, 2);
+  Output truncated = Inspect({"verify", dir.File("checkpoint")});
+  EXPECT_EQ(truncated.exit, kExitDamaged) << truncated.out;
+  EXPECT_EQ(Num(truncated.Line("damage"), "offset"), first + 2 * 24)
+      << truncated.out;
+  EXPECT_NE(truncated.Line("damage").find("truncated"), std::string::npos);
+
+  write(2, 3);
+  Output trailing = Inspect({"verify", dir.File("checkpoint")});
+  EXPECT_EQ(trailing.exit, kExitDamaged) << trailing.out;
+  EXPECT_EQ(Num(trailing.Line("damage"), "offset"), first + 2 * 24);
+  EXPECT_NE(trailing.Line("damage").find("trailing bytes"), std::string::npos);
+}
+
 TEST(InspectTest, BlockLogOfAnotherVersionIsUnsupported) {
   ScratchDir dir("inspect");
   const std::string path = dir.File("log");

@@ -810,23 +810,28 @@ struct CheckpointWalk {
 
 using EntryFn = std::function<Outcome(std::uint64_t index, std::uint64_t offset,
                                       const flush_internal::CheckpointEntry&)>;
+using CheckpointHeaderFn =
+    std::function<void(const flush_internal::CheckpointHeader&)>;
 
-// Reads the checkpoint with the library's reader (whole file, checksum,
-// counts) and walks its entries; on_entry may report damage of its own.
-Outcome WalkCheckpoint(
-    Env& env, const std::string& path,
-    const std::function<void(const flush_internal::CheckpointFile&)>& on_header,
-    const EntryFn& on_entry, CheckpointWalk* walk) {
-  Result<flush_internal::CheckpointFile> file =
-      flush_internal::CheckpointFile::Read(env, path);
-  if (!file.ok()) return FromStatus(file.status(), path);
-  if (on_header) on_header(*file);
-  const std::uint64_t maps =
-      std::uint64_t{file->partitions()} * file->databases();
-  std::uint64_t offset = flush_internal::kCheckpointHeaderBytes + maps * 8;
+// Streams the checkpoint through the library's scanner (the seal, the
+// counts, every entry: CheckpointFile's checks) and walks its entries;
+// on_entry may report damage of its own.
+Outcome WalkCheckpoint(Env& env, const std::string& path,
+                       const CheckpointHeaderFn& on_header,
+                       const EntryFn& on_entry, CheckpointWalk* walk) {
   Outcome found;
-  Status s = file->ForEachEntry(
-      [&](const flush_internal::CheckpointEntry& e) -> Status {
+  // Where the entry after the last one seen starts: where an error the
+  // scanner finds in an entry (or trailing bytes) is.
+  std::uint64_t next = 0;
+  const Status s = flush_internal::ScanCheckpointFile(
+      env, path,
+      [&](const flush_internal::CheckpointHeader& h) {
+        next = flush_internal::kCheckpointHeaderBytes +
+               std::uint64_t{h.partitions} * h.databases * 8;
+        if (on_header) on_header(h);
+      },
+      [&](const flush_internal::CheckpointEntry& e,
+          std::uint64_t offset) -> Status {
         if (on_entry) {
           found = on_entry(walk->entries, offset, e);
           if (!found.ok()) return DataLossError("stop");
@@ -834,22 +839,20 @@ Outcome WalkCheckpoint(
         ++walk->entries;
         walk->key_bytes += e.key.size();
         walk->live_bytes += e.location.length;
-        offset += flush_internal::kCheckpointEntryBytes + e.key.size();
+        next = offset + flush_internal::kCheckpointEntryBytes + e.key.size();
         return Status();
       });
   if (!found.ok()) return found;
-  if (!s.ok()) {
-    return FromStatus(s, path, true, offset);
-  }
+  if (!s.ok()) return FromStatus(s, path, next != 0, next);
   return Outcome();
 }
 
-void EmitCheckpointHeader(const flush_internal::CheckpointFile& f,
+void EmitCheckpointHeader(const flush_internal::CheckpointHeader& h,
                           const std::string& path, Printer& p) {
   p.Emit("checkpoint",
-         {Bytes("file", path), Uint("partitions", f.partitions()),
-          Uint("databases", f.databases()), Uint("log_block", f.block()),
-          Uint("log_offset", f.offset()), Uint("entries", f.entries())});
+         {Bytes("file", path), Uint("partitions", h.partitions),
+          Uint("databases", h.databases), Uint("log_block", h.block),
+          Uint("log_offset", h.offset), Uint("entries", h.entries)});
 }
 
 Outcome EmitEntry(std::uint64_t index, std::uint64_t offset,
@@ -868,9 +871,9 @@ int InspectCheckpoint(Env& env, const std::string& path,
   CheckpointWalk walk;
   Outcome o = WalkCheckpoint(
       env, path,
-      [&](const flush_internal::CheckpointFile& f) {
+      [&](const flush_internal::CheckpointHeader& h) {
         if (dump || options.command == Command::kStat) {
-          EmitCheckpointHeader(f, path, p);
+          EmitCheckpointHeader(h, path, p);
         }
       },
       dump ? EntryFn([&](std::uint64_t i, std::uint64_t at,
@@ -910,10 +913,10 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
     CheckpointWalk cw;
     Outcome o = WalkCheckpoint(
         env, checkpoint_path,
-        [&](const flush_internal::CheckpointFile& f) {
-          cp_block = f.block();
-          cp_offset = f.offset();
-          if (dump || stat) EmitCheckpointHeader(f, checkpoint_path, p);
+        [&](const flush_internal::CheckpointHeader& h) {
+          cp_block = h.block;
+          cp_offset = h.offset;
+          if (dump || stat) EmitCheckpointHeader(h, checkpoint_path, p);
         },
         EntryFn(), &cw);
     if (!o.ok()) return Finish(o, p);

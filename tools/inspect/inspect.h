@@ -10,10 +10,10 @@
 // its records or prints its statistics. Every format is read through the
 // library's own decoders: SegmentStream and DecodeDurableRecord for the
 // durable log, BlockLog / DecodeLogRecord for the block log,
-// CheckpointFile for the checkpoint and ReadSnapshotFile for the snapshot.
-// The durable log and the block log are streamed through bounded buffers;
-// a snapshot and a checkpoint are read whole by the library's readers, as a
-// restore and LogStore::Open read them.
+// ScanCheckpointFile for the checkpoint and ReadSnapshotFile for the
+// snapshot. The durable log, the block log and the checkpoint are streamed
+// through bounded buffers; a snapshot is read whole by the library's
+// reader, as a restore reads it.
 //
 // Thread safety: RunInspect and InspectMain keep no state between calls;
 // any number may run at once on different files.
