@@ -49,7 +49,9 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Create(
 Result<std::unique_ptr<BlockLog>> BlockLog::Open(
     const std::string& path, const BlockLogOptions& options) {
   Result<std::unique_ptr<FileHandle>> file =
-      Env::OrDefault(options.env)->NewFile(path, FileOpenMode::kReadWrite);
+      Env::OrDefault(options.env)
+          ->NewFile(path, options.read_only ? FileOpenMode::kReadOnly
+                                            : FileOpenMode::kReadWrite);
   if (!file.ok()) {
     if (file.status().code() == StatusCode::kNotFound) {
       return NotFoundError("no log file: " + path);

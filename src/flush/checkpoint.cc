@@ -5,8 +5,12 @@
 
 #include "cairn/flush/internal/checkpoint.h"
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <utility>
+#include <vector>
 
 #include "cairn/base/internal/coding.h"
 
@@ -29,6 +33,99 @@ constexpr std::size_t kEntriesField = 32;
 Status Truncated(const std::string& path) {
   return DataLossError("checkpoint is truncated: " + path);
 }
+
+// CheckSealedHeader's answer (in its order) as the readers' status.
+Status SealStatus(SealedHeaderCheck check, const char* header,
+                  const std::string& path) {
+  switch (check) {
+    case SealedHeaderCheck::kValid:
+      return Status();
+    case SealedHeaderCheck::kTruncated:
+      return Truncated(path);
+    case SealedHeaderCheck::kWrongMagic:
+      return DataLossError("not a cairn checkpoint: " + path);
+    case SealedHeaderCheck::kBadChecksum:
+      return DataLossError("checkpoint checksum mismatch: " + path);
+    case SealedHeaderCheck::kWrongVersion:
+      return FailedPreconditionError(
+          "checkpoint format version " +
+          std::to_string(LoadFixed<std::uint32_t>(header + 8)) +
+          " is not supported");
+  }
+  return Status();
+}
+
+CheckpointHeader DecodeHeader(const char* p) {
+  CheckpointHeader h;
+  h.partitions = LoadFixed<std::uint32_t>(p + 12);
+  h.databases = LoadFixed<std::uint32_t>(p + 16);
+  h.offset = LoadFixed<std::uint32_t>(p + 20);
+  h.block = LoadFixed<std::uint64_t>(p + 24);
+  h.entries = LoadFixed<std::uint64_t>(p + kEntriesField);
+  return h;
+}
+
+// The bytes of the entry whose fixed part (kCheckpointEntryBytes) is at p.
+std::uint64_t EntryBytes(const char* p) {
+  return kCheckpointEntryBytes + std::uint64_t{LoadFixed<std::uint32_t>(p + 4)};
+}
+
+// Decodes the entry at p, of which `available` bytes are at hand (the rest
+// of the file's body), and checks that it ends at or before the
+// checkpoint's position. *bytes is its length.
+Status DecodeEntry(const char* p, std::uint64_t available,
+                   const CheckpointHeader& h, const std::string& path,
+                   CheckpointEntry* out, std::uint64_t* bytes) {
+  if (available < kCheckpointEntryBytes) return Truncated(path);
+  *bytes = EntryBytes(p);
+  if (available < *bytes) return Truncated(path);
+  out->db = LoadFixed<std::uint32_t>(p);
+  out->location = RecordLocation{
+      LoadFixed<std::uint32_t>(p + 8), LoadFixed<std::uint32_t>(p + 12),
+      LoadFixed<std::uint32_t>(p + 16), RecordLocation::kDurable};
+  out->key = std::string_view(
+      p + kCheckpointEntryBytes,
+      static_cast<std::size_t>(*bytes) - kCheckpointEntryBytes);
+  const RecordLocation& loc = out->location;
+  if (loc.block > h.block ||
+      (loc.block == h.block &&
+       loc.offset + std::uint64_t{loc.length} > h.offset)) {
+    return DataLossError("a checkpoint entry points past its position");
+  }
+  return Status();
+}
+
+// A file read front to back through a buffer that holds what Get asked
+// for last: at least 1 MiB at a time, more only for a longer request.
+class BufferedFile {
+ public:
+  explicit BufferedFile(std::unique_ptr<FileHandle> file)
+      : file_(std::move(file)) {}
+
+  // [at, at + n) of the file, which the caller knows it holds.
+  Result<const char*> Get(std::uint64_t at, std::size_t n) {
+    if (at < at_ || at + n > at_ + buf_.size()) {
+      try {
+        buf_.resize(std::max<std::size_t>(n, kChunk));
+      } catch (const std::bad_alloc&) {
+        return ResourceExhaustedError("checkpoint read buffer: " +
+                                      file_->path());
+      }
+      Result<std::size_t> read = file_->ReadAt(at, buf_);
+      if (!read.ok()) return read.status();
+      if (*read < n) return Truncated(file_->path());
+      buf_.resize(*read);
+      at_ = at;
+    }
+    return buf_.data() + (at - at_);
+  }
+
+ private:
+  static constexpr std::size_t kChunk = std::size_t{1} << 20;
+  std::unique_ptr<FileHandle> file_;
+  std::vector<char> buf_;
+  std::uint64_t at_ = 0;
+};
 
 }  // namespace
 
@@ -98,27 +195,16 @@ Result<CheckpointFile> CheckpointFile::Read(Env& env, const std::string& path) {
   const char* p = data.data();
   // The checksum seals the whole file: it is its last 8 bytes.
   const std::size_t body = data.size() - kSealBytes;
-  switch (CheckSealedHeader(data, kCheckpointMagic, kCheckpointVersion, body,
-                            kCheckpointSeed)) {
-    case SealedHeaderCheck::kValid:
-      break;
-    case SealedHeaderCheck::kTruncated:
-      return Truncated(path);
-    case SealedHeaderCheck::kWrongMagic:
-      return DataLossError("not a cairn checkpoint: " + path);
-    case SealedHeaderCheck::kBadChecksum:
-      return DataLossError("checkpoint checksum mismatch: " + path);
-    case SealedHeaderCheck::kWrongVersion:
-      return FailedPreconditionError(
-          "checkpoint format version " +
-          std::to_string(LoadFixed<std::uint32_t>(p + 8)) +
-          " is not supported");
-  }
-  file.partitions_ = LoadFixed<std::uint32_t>(p + 12);
-  file.databases_ = LoadFixed<std::uint32_t>(p + 16);
-  file.offset_ = LoadFixed<std::uint32_t>(p + 20);
-  file.block_ = LoadFixed<std::uint64_t>(p + 24);
-  file.entries_ = LoadFixed<std::uint64_t>(p + kEntriesField);
+  CAIRN_RETURN_IF_ERROR(
+      SealStatus(CheckSealedHeader(data, kCheckpointMagic, kCheckpointVersion,
+                                   body, kCheckpointSeed),
+                 p, path));
+  const CheckpointHeader h = DecodeHeader(p);
+  file.partitions_ = h.partitions;
+  file.databases_ = h.databases;
+  file.offset_ = h.offset;
+  file.block_ = h.block;
+  file.entries_ = h.entries;
   const std::uint64_t maps = std::uint64_t{file.partitions_} * file.databases_;
   if (maps > (body - kCheckpointHeaderBytes) / 8) return Truncated(path);
   file.entries_begin_ = kCheckpointHeaderBytes + maps * 8;
@@ -140,29 +226,95 @@ Status CheckpointFile::ForEachEntry(
   const char* p = bytes_.data();
   const std::size_t body = bytes_.size() - kSealBytes;
   std::size_t pos = entries_begin_;
+  CheckpointHeader h;
+  h.block = block_;
+  h.offset = offset_;
   for (std::uint64_t i = 0; i < entries_; ++i) {
-    if (body - pos < kCheckpointEntryBytes) return Truncated(path_);
     CheckpointEntry entry;
-    entry.db = LoadFixed<std::uint32_t>(p + pos);
-    const std::uint32_t key_bytes = LoadFixed<std::uint32_t>(p + pos + 4);
-    entry.location = RecordLocation{LoadFixed<std::uint32_t>(p + pos + 8),
-                                    LoadFixed<std::uint32_t>(p + pos + 12),
-                                    LoadFixed<std::uint32_t>(p + pos + 16),
-                                    RecordLocation::kDurable};
-    pos += kCheckpointEntryBytes;
-    if (body - pos < key_bytes) return Truncated(path_);
-    entry.key = std::string_view(p + pos, key_bytes);
-    pos += key_bytes;
-    const RecordLocation& loc = entry.location;
-    if (loc.block > block_ ||
-        (loc.block == block_ &&
-         loc.offset + std::uint64_t{loc.length} > offset_)) {
-      return DataLossError("a checkpoint entry points past its position");
-    }
+    std::uint64_t bytes = 0;
+    CAIRN_RETURN_IF_ERROR(
+        DecodeEntry(p + pos, body - pos, h, path_, &entry, &bytes));
+    pos += static_cast<std::size_t>(bytes);
     CAIRN_RETURN_IF_ERROR(fn(entry));
   }
   if (pos != body) {
     return DataLossError("checkpoint has trailing bytes: " + path_);
+  }
+  return Status();
+}
+
+Status ScanCheckpointFile(
+    Env& env, const std::string& path,
+    const std::function<void(const CheckpointHeader&)>& on_header,
+    const std::function<Status(const CheckpointEntry&, std::uint64_t offset)>&
+        on_entry) {
+  Result<std::unique_ptr<FileHandle>> handle =
+      env.NewFile(path, FileOpenMode::kReadOnly);
+  if (!handle.ok()) return handle.status();
+  Result<std::uint64_t> size = (*handle)->Size();
+  if (!size.ok()) return size.status();
+  BufferedFile file(std::move(handle).value());
+  if (*size < kCheckpointHeaderBytes + kSealBytes) return Truncated(path);
+  const std::uint64_t body = *size - kSealBytes;
+  // Pass 1: the seal, checked in CheckSealedHeader's order.
+  char header[kCheckpointHeaderBytes];
+  {
+    Result<const char*> at = file.Get(0, kCheckpointHeaderBytes);
+    if (!at.ok()) return at.status();
+    std::memcpy(header, *at, sizeof(header));
+  }
+  if (LoadFixed<std::uint64_t>(header) != kCheckpointMagic) {
+    return SealStatus(SealedHeaderCheck::kWrongMagic, header, path);
+  }
+  base_internal::StreamingChecksum64 digest(kCheckpointSeed);
+  for (std::uint64_t pos = 0; pos < body;) {
+    const auto n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(body - pos, 1 << 20));
+    Result<const char*> at = file.Get(pos, n);
+    if (!at.ok()) return at.status();
+    digest.Update(*at, n);
+    pos += n;
+  }
+  Result<const char*> seal = file.Get(body, kSealBytes);
+  if (!seal.ok()) return seal.status();
+  if (LoadFixed<std::uint64_t>(*seal) != digest.Digest()) {
+    return SealStatus(SealedHeaderCheck::kBadChecksum, header, path);
+  }
+  if (LoadFixed<std::uint32_t>(header + 8) != kCheckpointVersion) {
+    return SealStatus(SealedHeaderCheck::kWrongVersion, header, path);
+  }
+  // Pass 2: header, counts, entries.
+  const CheckpointHeader h = DecodeHeader(header);
+  const std::uint64_t maps = std::uint64_t{h.partitions} * h.databases;
+  if (maps > (body - kCheckpointHeaderBytes) / 8) return Truncated(path);
+  std::uint64_t stored_total = 0;
+  for (std::uint64_t m = 0; m < maps; ++m) {
+    Result<const char*> at = file.Get(kCheckpointHeaderBytes + m * 8, 8);
+    if (!at.ok()) return at.status();
+    stored_total += LoadFixed<std::uint64_t>(*at);
+  }
+  if (stored_total != h.entries) {
+    return DataLossError("checkpoint counts do not add up: " + path);
+  }
+  if (on_header) on_header(h);
+  std::uint64_t pos = kCheckpointHeaderBytes + maps * 8;
+  for (std::uint64_t i = 0; i < h.entries; ++i) {
+    if (body - pos < kCheckpointEntryBytes) return Truncated(path);
+    Result<const char*> fixed = file.Get(pos, kCheckpointEntryBytes);
+    if (!fixed.ok()) return fixed.status();
+    // Capped by the file before anything is read for it.
+    const std::uint64_t want = EntryBytes(*fixed);
+    if (body - pos < want) return Truncated(path);
+    Result<const char*> at = file.Get(pos, static_cast<std::size_t>(want));
+    if (!at.ok()) return at.status();
+    CheckpointEntry entry;
+    std::uint64_t bytes = 0;
+    CAIRN_RETURN_IF_ERROR(DecodeEntry(*at, want, h, path, &entry, &bytes));
+    if (on_entry) CAIRN_RETURN_IF_ERROR(on_entry(entry, pos));
+    pos += bytes;
+  }
+  if (pos != body) {
+    return DataLossError("checkpoint has trailing bytes: " + path);
   }
   return Status();
 }

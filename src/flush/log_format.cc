@@ -127,6 +127,12 @@ std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
   return checksum;
 }
 
+std::size_t LogRecordBytesFromHeader(
+    std::span<const char, kLogRecordHeaderBytes> header) noexcept {
+  return LogRecordBytes(LoadFixed<std::uint16_t>(header.data() + 6),
+                        LoadFixed<std::uint32_t>(header.data() + 8));
+}
+
 Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
                        LogRecordView* out) {
   if (offset > data.size() || data.size() - offset < kLogRecordHeaderBytes) {
@@ -135,8 +141,8 @@ Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
   const char* p = data.data() + offset;
   const std::uint8_t type = LoadFixed<std::uint8_t>(p + 4);
   const std::size_t key_bytes = LoadFixed<std::uint16_t>(p + 6);
-  const std::size_t value_bytes = LoadFixed<std::uint32_t>(p + 8);
-  const std::size_t bytes = LogRecordBytes(key_bytes, value_bytes);
+  const std::size_t bytes = LogRecordBytesFromHeader(
+      std::span<const char, kLogRecordHeaderBytes>(p, kLogRecordHeaderBytes));
   if (data.size() - offset < bytes) {
     return DataLossError("log record runs past the data");
   }
@@ -151,8 +157,8 @@ Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
   out->type = static_cast<LogRecordType>(type);
   out->db = LoadFixed<std::uint32_t>(p + 12);
   out->key = std::string_view(p + kLogRecordHeaderBytes, key_bytes);
-  out->value =
-      std::string_view(p + kLogRecordHeaderBytes + key_bytes, value_bytes);
+  out->value = std::string_view(p + kLogRecordHeaderBytes + key_bytes,
+                                bytes - kLogRecordHeaderBytes - key_bytes);
   out->checksum = checksum;
   out->bytes = static_cast<std::uint32_t>(bytes);
   return Status();

@@ -11,6 +11,7 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/internal/coding.h"
+#include "cairn/ha/internal/durable_log_segment.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace durable_log_internal {
@@ -157,183 +158,119 @@ Status CreateSegment(Env& env, const std::string& dir, Lsn first,
   return Status::Ok();
 }
 
-enum class FrameRead : std::uint8_t {
-  kFrame,       // a whole, checksum-valid frame
-  kEnd,         // the segment ends exactly here
-  kIncomplete,  // fewer bytes than the frame needs
-  kBad,         // a length of 0 or over the limit, or a checksum mismatch
-};
+Status SegmentStream::Open(Env& env, const std::string& path, FileOpenMode mode,
+                           std::size_t max_record_bytes, std::size_t read_bytes,
+                           std::unique_ptr<SegmentStream>* out) {
+  Result<std::unique_ptr<FileHandle>> file = env.NewFile(path, mode);
+  if (!file.ok()) return InDurableLog(file.status());
+  std::unique_ptr<SegmentStream> stream(new (std::nothrow) SegmentStream(
+      std::move(*file), max_record_bytes, read_bytes));
+  if (stream == nullptr) return ResourceExhaustedError("durable log reader");
+  CAIRN_RETURN_IF_ERROR(stream->ReadHeader(path));
+  *out = std::move(stream);
+  return Status::Ok();
+}
 
-struct Frame {
-  Lsn lsn = 0;
-  std::string_view body;
-  std::uint64_t bytes = 0;  // frame header + body
-};
+Status SegmentStream::ReadHeader(const std::string& path) {
+  Result<std::size_t> n = Fill(0, kDurableLogHeaderBytes);
+  if (!n.ok()) return n.status();
+  CAIRN_RETURN_IF_ERROR(CheckHeader(buf_.data(), *n, path, &first_));
+  offset_ = kDurableLogHeaderBytes;
+  return Status::Ok();
+}
 
-// One segment read front to back through a bounded buffer (at most
-// max(read_bytes, frame + max_record_bytes) bytes).
-class SegmentStream {
- public:
-  SegmentStream(std::unique_ptr<FileHandle> file, std::size_t max_record_bytes,
-                std::size_t read_bytes)
-      : file_(std::move(file)),
-        max_record_bytes_(max_record_bytes),
-        read_bytes_(read_bytes) {}
-
-  // Opens the segment at `path` and checks its header.
-  static Status Open(Env& env, const std::string& path, FileOpenMode mode,
-                     std::size_t max_record_bytes, std::size_t read_bytes,
-                     std::unique_ptr<SegmentStream>* out) {
-    Result<std::unique_ptr<FileHandle>> file = env.NewFile(path, mode);
-    if (!file.ok()) return InDurableLog(file.status());
-    std::unique_ptr<SegmentStream> stream(new (std::nothrow) SegmentStream(
-        std::move(*file), max_record_bytes, read_bytes));
-    if (stream == nullptr) return ResourceExhaustedError("durable log reader");
-    CAIRN_RETURN_IF_ERROR(stream->ReadHeader(path));
-    *out = std::move(stream);
-    return Status::Ok();
+Result<FrameRead> SegmentStream::Read(Frame* out) {
+  Result<std::size_t> n = Fill(offset_, kDurableLogFrameBytes);
+  if (!n.ok()) return n.status();
+  if (*n == 0) return FrameRead::kEnd;
+  if (*n < kDurableLogFrameBytes) return Unfinished(FrameRead::kIncomplete);
+  const auto length = LoadFixed<std::uint32_t>(At(offset_));
+  if (length == 0 || length > max_record_bytes_) {
+    return Unfinished(FrameRead::kBad);
   }
-
-  // Reads and checks the header; the first frame follows it.
-  Status ReadHeader(const std::string& path) {
-    Result<std::size_t> n = Fill(0, kDurableLogHeaderBytes);
-    if (!n.ok()) return n.status();
-    CAIRN_RETURN_IF_ERROR(CheckHeader(buf_.data(), *n, path, &first_));
-    offset_ = kDurableLogHeaderBytes;
-    return Status::Ok();
+  const std::size_t want = kDurableLogFrameBytes + length;
+  if (want > read_bytes_) {
+    // Only grow the buffer for bytes the file has.
+    Result<std::uint64_t> size = file_->Size();
+    if (!size.ok()) return InDurableLog(size.status());
+    if (*size < offset_ + want) return Unfinished(FrameRead::kIncomplete);
   }
+  n = Fill(offset_, want);
+  if (!n.ok()) return n.status();
+  if (*n < want) return Unfinished(FrameRead::kIncomplete);
+  char* frame = At(offset_);
+  if (FrameChecksum(frame, length) != LoadFixed<std::uint64_t>(frame + 12)) {
+    return Unfinished(FrameRead::kBad);
+  }
+  out->lsn = LoadFixed<std::uint64_t>(frame + 4);
+  out->body = std::string_view(frame + kDurableLogFrameBytes, length);
+  out->bytes = want;
+  return FrameRead::kFrame;
+}
 
-  virtual ~SegmentStream() = default;
-
-  // Reads the frame at offset() (does not move past it: Advance does).
-  Result<FrameRead> Read(Frame* out) {
-    Result<std::size_t> n = Fill(offset_, kDurableLogFrameBytes);
+Result<bool> SegmentStream::ValidFrameAfter(std::uint64_t damaged) {
+  for (std::uint64_t at = damaged + 1;; ++at) {
+    Result<std::size_t> n = Fill(at, kDurableLogFrameBytes);
     if (!n.ok()) return n.status();
-    if (*n == 0) return FrameRead::kEnd;
-    if (*n < kDurableLogFrameBytes) return Unfinished(FrameRead::kIncomplete);
-    const auto length = LoadFixed<std::uint32_t>(At(offset_));
-    if (length == 0 || length > max_record_bytes_) {
-      return Unfinished(FrameRead::kBad);
-    }
+    if (*n < kDurableLogFrameBytes) break;
+    const auto length = LoadFixed<std::uint32_t>(At(at));
+    if (length == 0 || length > max_record_bytes_) continue;
     const std::size_t want = kDurableLogFrameBytes + length;
     if (want > read_bytes_) {
-      // Only grow the buffer for bytes the file has.
       Result<std::uint64_t> size = file_->Size();
       if (!size.ok()) return InDurableLog(size.status());
-      if (*size < offset_ + want) return Unfinished(FrameRead::kIncomplete);
+      if (*size < at + want) continue;
     }
-    n = Fill(offset_, want);
+    n = Fill(at, want);
     if (!n.ok()) return n.status();
-    if (*n < want) return Unfinished(FrameRead::kIncomplete);
-    char* frame = At(offset_);
-    if (FrameChecksum(frame, length) != LoadFixed<std::uint64_t>(frame + 12)) {
-      return Unfinished(FrameRead::kBad);
-    }
-    out->lsn = LoadFixed<std::uint64_t>(frame + 4);
-    out->body = std::string_view(frame + kDurableLogFrameBytes, length);
-    out->bytes = want;
-    return FrameRead::kFrame;
-  }
-
-  void Advance(const Frame& frame) { offset_ += frame.bytes; }
-
-  // Whether a whole, checksum-valid frame starts anywhere after `damaged`
-  // (probing every offset, hashing only where a plausible length starts).
-  Result<bool> ValidFrameAfter(std::uint64_t damaged) {
-    for (std::uint64_t at = damaged + 1;; ++at) {
-      Result<std::size_t> n = Fill(at, kDurableLogFrameBytes);
-      if (!n.ok()) return n.status();
-      if (*n < kDurableLogFrameBytes) break;
-      const auto length = LoadFixed<std::uint32_t>(At(at));
-      if (length == 0 || length > max_record_bytes_) continue;
-      const std::size_t want = kDurableLogFrameBytes + length;
-      if (want > read_bytes_) {
-        Result<std::uint64_t> size = file_->Size();
-        if (!size.ok()) return InDurableLog(size.status());
-        if (*size < at + want) continue;
-      }
-      n = Fill(at, want);
-      if (!n.ok()) return n.status();
-      if (*n < want) continue;
-      char* frame = At(at);
-      if (FrameChecksum(frame, length) ==
-          LoadFixed<std::uint64_t>(frame + 12)) {
-        return true;
-      }
-    }
-    Invalidate(damaged);
-    return false;
-  }
-
-  std::uint64_t offset() const noexcept { return offset_; }
-  Lsn first() const noexcept { return first_; }
-  FileHandle& file() noexcept { return *file_; }
-  std::unique_ptr<FileHandle> TakeFile() noexcept { return std::move(file_); }
-  std::size_t capacity() const noexcept { return buf_.capacity(); }
-
- private:
-  char* At(std::uint64_t offset) {
-    return buf_.data() + static_cast<std::size_t>(offset - buf_at_);
-  }
-
-  // Forgets buffered bytes from `offset` on: a frame found unfinished is
-  // read from the file again next time (a writer may finish it, or Open
-  // may cut and rewrite it).
-  void Invalidate(std::uint64_t offset) {
-    if (offset < buf_at_) {
-      buf_len_ = 0;
-    } else if (offset - buf_at_ < buf_len_) {
-      buf_len_ = static_cast<std::size_t>(offset - buf_at_);
+    if (*n < want) continue;
+    char* frame = At(at);
+    if (FrameChecksum(frame, length) == LoadFixed<std::uint64_t>(frame + 12)) {
+      return true;
     }
   }
+  Invalidate(damaged);
+  return false;
+}
 
-  FrameRead Unfinished(FrameRead what) {
-    Invalidate(offset_);
-    return what;
+void SegmentStream::Invalidate(std::uint64_t offset) {
+  if (offset < buf_at_) {
+    buf_len_ = 0;
+  } else if (offset - buf_at_ < buf_len_) {
+    buf_len_ = static_cast<std::size_t>(offset - buf_at_);
   }
+}
 
-  // Makes the buffer hold [at, at + n) as far as the file has it; returns
-  // how many of those bytes it holds (fewer only where the file ends).
-  Result<std::size_t> Fill(std::uint64_t at, std::size_t n) {
-    const std::uint64_t end = buf_at_ + buf_len_;
-    if (at >= buf_at_ && at + n <= end) return n;
-    if (at >= buf_at_ && at <= end) {
-      const auto keep = static_cast<std::size_t>(end - at);
-      if (keep > 0) std::memmove(buf_.data(), At(at), keep);
-      buf_len_ = keep;
-    } else {
-      buf_len_ = 0;
-    }
-    buf_at_ = at;
-    // Grown as reads need it, doubling up to read_bytes (or one frame):
-    // a small segment never costs a big buffer.
-    const std::size_t size = std::max(
-        n, std::min(read_bytes_, std::max(kInitialBuffer, 2 * buf_.size())));
-    if (buf_.size() < size) {
-      try {
-        buf_.reserve(size);  // exactly: resize alone may double
-        buf_.resize(size);
-      } catch (const std::bad_alloc&) {
-        return ResourceExhaustedError("durable log reader buffer");
-      }
-    }
-    Result<std::size_t> read = file_->ReadAt(
-        buf_at_ + buf_len_,
-        std::span<char>(buf_.data() + buf_len_, buf_.size() - buf_len_));
-    if (!read.ok()) return InDurableLog(read.status());
-    buf_len_ += *read;
-    return std::min(n, buf_len_);
+Result<std::size_t> SegmentStream::Fill(std::uint64_t at, std::size_t n) {
+  const std::uint64_t end = buf_at_ + buf_len_;
+  if (at >= buf_at_ && at + n <= end) return n;
+  if (at >= buf_at_ && at <= end) {
+    const auto keep = static_cast<std::size_t>(end - at);
+    if (keep > 0) std::memmove(buf_.data(), At(at), keep);
+    buf_len_ = keep;
+  } else {
+    buf_len_ = 0;
   }
-
-  std::unique_ptr<FileHandle> file_;
-  const std::size_t max_record_bytes_;
-  const std::size_t read_bytes_;
-  Lsn first_ = 0;
-  std::uint64_t offset_ = 0;
-  std::vector<char> buf_;
-  std::uint64_t buf_at_ = 0;  // file offset of buf_[0]
-  std::size_t buf_len_ = 0;   // valid bytes in buf_
-};
+  buf_at_ = at;
+  // Grown as reads need it, doubling up to read_bytes (or one frame):
+  // a small segment never costs a big buffer.
+  const std::size_t size = std::max(
+      n, std::min(read_bytes_, std::max(kInitialBuffer, 2 * buf_.size())));
+  if (buf_.size() < size) {
+    try {
+      buf_.reserve(size);  // exactly: resize alone may double
+      buf_.resize(size);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError("durable log reader buffer");
+    }
+  }
+  Result<std::size_t> read = file_->ReadAt(
+      buf_at_ + buf_len_,
+      std::span<char>(buf_.data() + buf_len_, buf_.size() - buf_len_));
+  if (!read.ok()) return InDurableLog(read.status());
+  buf_len_ += *read;
+  return std::min(n, buf_len_);
+}
 
 // Checks every existing segment in `dir` (streamed, in LSN order) and
 // returns the newest one's handle, its size after any cut, and the LSNs.

@@ -47,6 +47,9 @@ struct BlockLogOptions {
   // survive a process crash (they are in the page cache) but not a power
   // loss. For tests and benches that measure the CPU path.
   bool sync = true;
+  // Open only: open the file read-only (an inspector; every write then
+  // fails). Create ignores it.
+  bool read_only = false;
   // The file layer the log goes through; null means Env::Default(). Not
   // owned: it must outlive the log.
   Env* env = nullptr;

@@ -112,6 +112,12 @@ LogSlotState DecodeLogBlockHeader(std::span<const char> in,
 std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
                               std::string_view key, std::string_view value,
                               char* out) noexcept;
+// The whole size of the record whose header is `header` (its first
+// kLogRecordHeaderBytes bytes), from the key and value lengths it names:
+// how many bytes a streaming reader needs before DecodeLogRecord. Nothing
+// is checked; DecodeLogRecord checks the record.
+std::size_t LogRecordBytesFromHeader(
+    std::span<const char, kLogRecordHeaderBytes> header) noexcept;
 // Decodes the record at data[offset]. kDataLoss if it does not fit in the
 // data, has an unknown type, or fails its checksum.
 Status DecodeLogRecord(std::span<const char> data, std::size_t offset,

@@ -77,6 +77,28 @@ struct CheckpointEntry {
   RecordLocation location;  // flags: kDurable
 };
 
+// The header's fields.
+struct CheckpointHeader {
+  std::uint32_t partitions = 0;
+  std::uint32_t databases = 0;
+  std::uint32_t offset = 0;  // the log position it reflects: offset ...
+  std::uint64_t block = 0;   // ... in this block
+  std::uint64_t entries = 0;
+};
+
+// CheckpointFile::Read's and ForEachEntry's checks, with the same statuses,
+// over a file streamed through a bounded buffer (1 MiB, or one entry if
+// larger; never the file): a first pass checks the seal, a second decodes
+// the header (on_header), the per-map counts and every entry in file order
+// (on_entry, with the entry's byte offset in the file; the key is valid
+// during the call; its error stops the scan). For an inspector; LogStore
+// loads the file whole with CheckpointFile.
+Status ScanCheckpointFile(
+    Env& env, const std::string& path,
+    const std::function<void(const CheckpointHeader&)>& on_header,
+    const std::function<Status(const CheckpointEntry&, std::uint64_t offset)>&
+        on_entry);
+
 // A checkpoint read whole and checked: its header, checksum, version and
 // that the counts are all there and add up to the header's total. The
 // entries are checked as ForEachEntry walks them.
