@@ -1585,8 +1585,8 @@ void EpochDomain::VisitMetrics(MetricVisitor& visitor) const {
                        "Barrier, every reclaim_every retirements).",
                        t.reclaim_passes, l);
   visitor.CounterValue("cairn_epoch_reclaimed_objects_total",
-                       "Retired objects whose deleters ran.",
-                       t.reclaimed_count, l);
+                       "Retired objects whose deleters ran.", t.reclaimed_count,
+                       l);
   visitor.CounterValue("cairn_epoch_reclaimed_bytes_total",
                        "Retired bytes released by deleters that ran.",
                        t.reclaimed_bytes, l);

@@ -17,9 +17,8 @@ void SnapshotMetrics::Side::Record(const Status& status,
                                    const SnapshotStats& stats,
                                    std::chrono::nanoseconds duration) noexcept {
   runs.Add();
-  nanos.Record(duration.count() > 0
-                   ? static_cast<std::uint64_t>(duration.count())
-                   : 0);
+  nanos.Record(
+      duration.count() > 0 ? static_cast<std::uint64_t>(duration.count()) : 0);
   if (!status.ok()) {
     failures.Add();
     return;

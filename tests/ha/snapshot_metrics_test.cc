@@ -93,8 +93,7 @@ TEST(SnapshotMetricsTest, WritesRestoresAndAStandbyAreCounted) {
   ASSERT_EQ(written.objects, 5u);
   const Lsn snapshot_lsn = log->durable_lsn();
   ASSERT_GT(snapshot_lsn, 0u);
-  const auto file_bytes =
-      static_cast<double>(std::filesystem::file_size(path));
+  const auto file_bytes = static_cast<double>(std::filesystem::file_size(path));
   // A write into a missing directory fails before any unit is read.
   EXPECT_FALSE(
       WriteSnapshot(registry, scratch.File("no/such/snap"), encode, w).ok());
@@ -141,8 +140,7 @@ TEST(SnapshotMetricsTest, WritesRestoresAndAStandbyAreCounted) {
   EXPECT_DOUBLE_EQ(p.Value("cairn_snapshot_write_seconds_sum", {}), 0.005);
   // Below 4^11 ns (4.19 ms): only the failed write's 0; below 4^12 ns: both.
   EXPECT_EQ(BucketValue(p, "cairn_snapshot_write_seconds", {}, 4194304e-9), 1);
-  EXPECT_EQ(BucketValue(p, "cairn_snapshot_write_seconds", {}, 16777216e-9),
-            2);
+  EXPECT_EQ(BucketValue(p, "cairn_snapshot_write_seconds", {}, 16777216e-9), 2);
   EXPECT_EQ(p.Value("cairn_snapshot_written_objects_total", {}), 5);
   EXPECT_EQ(p.Value("cairn_snapshot_written_groups_total", {}), 1);
   EXPECT_EQ(p.Value("cairn_snapshot_written_bytes_total", {}), file_bytes);

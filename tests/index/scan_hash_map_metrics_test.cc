@@ -31,8 +31,9 @@ void ExpectMatches(const ParsedExposition& p, const Map& map) {
   auto part = [](const char* name) -> Labels {
     return {{"index", "records"}, {"part", name}};
   };
-  const double slots =
-      map.exponent() < 0 ? 0.0 : 12.0 * static_cast<double>(1ull << map.exponent());
+  const double slots = map.exponent() < 0
+                           ? 0.0
+                           : 12.0 * static_cast<double>(1ull << map.exponent());
   const ScanHashMapMemory m = map.Memory();
   const ScanHashMapStats& s = map.stats();
   EXPECT_EQ(p.Value("cairn_index_entries", l), static_cast<double>(map.size()));

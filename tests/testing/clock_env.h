@@ -43,8 +43,7 @@ class ClockEnv final : public Env {
                                               FileOpenMode mode) override {
     Result<std::unique_ptr<FileHandle>> file = base_->NewFile(path, mode);
     if (!file.ok()) return file;
-    return std::unique_ptr<FileHandle>(
-        new File(this, std::move(file).value()));
+    return std::unique_ptr<FileHandle>(new File(this, std::move(file).value()));
   }
   Status Rename(const std::string& from, const std::string& to) override {
     return base_->Rename(from, to);

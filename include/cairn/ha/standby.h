@@ -221,10 +221,10 @@ class Standby {
             options_.snapshot_path, options_.decode,
             std::move(registry_options), &stats, env_);
       };
-      auto restored = options_.snapshot_metrics != nullptr
-                          ? options_.snapshot_metrics->TimeRestore(stats,
-                                                                   restore)
-                          : restore();
+      auto restored =
+          options_.snapshot_metrics != nullptr
+              ? options_.snapshot_metrics->TimeRestore(stats, restore)
+              : restore();
       if (!restored.ok()) return std::move(restored).status();
       registry_ = std::move(restored).value();
       snapshot_lsn_ = stats.log_position;

@@ -40,8 +40,7 @@ inline void VisitRouteMetrics(const RouteDiagnostics& d, MetricVisitor& visitor,
   v.GaugeValue("cairn_route_table_bytes",
                "Bytes of the live bucket tables' allocations.",
                n(d.table_bytes));
-  v.GaugeValue("cairn_route_entries", "Entries the route holds.",
-               n(d.entries));
+  v.GaugeValue("cairn_route_entries", "Entries the route holds.", n(d.entries));
   v.GaugeValue("cairn_route_nonempty_buckets", "Buckets holding an entry.",
                n(d.nonempty_buckets));
   v.GaugeValue("cairn_route_max_bucket_entries",
@@ -77,8 +76,7 @@ inline void VisitRouteMetrics(const RouteDiagnostics& d, MetricVisitor& visitor,
                "Retired objects pending in the route's epoch domain.",
                n(d.retired_count));
   v.CounterValue("cairn_route_domain_stall_reports_total",
-                 "Stall reports of the route's epoch domain.",
-                 d.stall_reports);
+                 "Stall reports of the route's epoch domain.", d.stall_reports);
   v.GaugeValue("cairn_route_oldest_reader_age_seconds",
                "Lower bound on the age of the oldest reader guard of the "
                "route's epoch domain.",
