@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cairn/base/check.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/thread_annotations.h"
 
@@ -298,13 +299,20 @@ class DomainCore {
     }
     const std::int64_t deadline =
         SteadyNanos() + options_.reclaim_deadline.count();
+    // The wait is reported on the options' clock (metrics, like stall ages,
+    // follow the injected clock); the deadline stays on real time.
+    const std::int64_t wait_start = clock_->NowNanos();
     Backoff backoff;
     while (true) {
       TryReclaim();
-      if (TryCharge(bytes)) return Status::Ok();
+      if (TryCharge(bytes)) {
+        RecordCapWait(wait_start);
+        return Status::Ok();
+      }
       if (SteadyNanos() >= deadline) break;
       backoff.Pause();
     }
+    RecordCapWait(wait_start);
     busy_count_.fetch_add(1, std::memory_order_relaxed);
     return WithMessage(StatusCode::kResourceExhausted, [&] {
       return "epoch domain '" + options_.name +
@@ -511,6 +519,7 @@ class DomainCore {
   // thread's bag (E2, E3); the pass a full bag triggers (`seal_all` false)
   // does not, so retiring threads never lock each other's bags.
   std::size_t TryReclaim(bool seal_all = true) {
+    reclaim_passes_.fetch_add(1, std::memory_order_relaxed);
     if (seal_all) SealAllBags();
     std::vector<StallReport> reports;
     if (advance_mu_.TryLock()) {
@@ -530,6 +539,7 @@ class DomainCore {
                "' would wait for itself";
       });
     }
+    barriers_.fetch_add(1, std::memory_order_relaxed);
     SealAllBags();
     std::uint64_t target;
     {
@@ -543,6 +553,7 @@ class DomainCore {
       TryReclaim();
       if (FreedBelow(target)) return Status::Ok();
       if (bounded && SteadyNanos() >= deadline) {
+        barrier_timeouts_.fetch_add(1, std::memory_order_relaxed);
         return WithMessage(StatusCode::kDeadlineExceeded, [&] {
           return "Barrier() on domain '" + options_.name +
                  "' timed out: a guard still pins nodes retired before the "
@@ -622,6 +633,25 @@ class DomainCore {
     d.busy_count = busy_count_.load(std::memory_order_relaxed);
     d.stall_reports = stall_reports_.load(std::memory_order_relaxed);
     return d;
+  }
+
+  // Totals only the metrics report (cold paths: reclaim passes, barriers,
+  // back-pressure waits), and the cap.
+  struct MetricTotals {
+    std::uint64_t reclaim_passes = 0;
+    std::uint64_t reclaimed_count = 0;
+    std::uint64_t reclaimed_bytes = 0;
+    std::uint64_t barriers = 0;
+    std::uint64_t barrier_timeouts = 0;
+    HistogramSnapshot cap_wait;
+  };
+  void ReadMetricTotals(MetricTotals* t) const {
+    t->reclaim_passes = reclaim_passes_.load(std::memory_order_relaxed);
+    t->reclaimed_count = reclaimed_count_.load(std::memory_order_relaxed);
+    t->reclaimed_bytes = reclaimed_bytes_.load(std::memory_order_relaxed);
+    t->barriers = barriers_.load(std::memory_order_relaxed);
+    t->barrier_timeouts = barrier_timeouts_.load(std::memory_order_relaxed);
+    t->cap_wait = cap_wait_.Snapshot();
   }
 
   void ResetAfterFork() {
@@ -1088,6 +1118,8 @@ class DomainCore {
       }
       retired_count_.fetch_sub(in_flight.count, std::memory_order_relaxed);
       retired_bytes_.fetch_sub(in_flight.bytes, std::memory_order_acq_rel);
+      reclaimed_count_.fetch_add(in_flight.count, std::memory_order_relaxed);
+      reclaimed_bytes_.fetch_add(in_flight.bytes, std::memory_order_relaxed);
       while (batch != nullptr) {
         Block* b = std::exchange(batch, batch->next);
         if (unpledged_.load(std::memory_order_relaxed) < kPoolBlocks) {
@@ -1110,6 +1142,11 @@ class DomainCore {
       if (f->lowest_seq < seq) return false;
     }
     return true;
+  }
+
+  void RecordCapWait(std::int64_t start) {
+    const std::int64_t waited = clock_->NowNanos() - start;
+    cap_wait_.Record(waited > 0 ? static_cast<std::uint64_t>(waited) : 0);
   }
 
   void Emit(const std::vector<StallReport>& reports) const {
@@ -1168,6 +1205,13 @@ class DomainCore {
   std::atomic<std::int64_t> last_advance_nanos_{0};
   std::atomic<std::uint64_t> busy_count_{0};
   std::atomic<std::uint64_t> stall_reports_{0};
+  // Read only by VisitMetrics(); written on cold paths (never by a guard).
+  std::atomic<std::uint64_t> reclaim_passes_{0};
+  std::atomic<std::uint64_t> reclaimed_count_{0};
+  std::atomic<std::uint64_t> reclaimed_bytes_{0};
+  std::atomic<std::uint64_t> barriers_{0};
+  std::atomic<std::uint64_t> barrier_timeouts_{0};
+  Histogram cap_wait_{1e-9};  // nanoseconds on clock_, exported as seconds
 #if CAIRN_EPOCH_UNDER_TSAN
   // Written only by StampEpoch's barrier in TSan builds.
   alignas(64) std::atomic<std::uint64_t> tsan_barrier_{0};
@@ -1484,6 +1528,88 @@ Status EpochDomain::Shutdown(std::chrono::nanoseconds deadline) {
 
 EpochDiagnostics EpochDomain::Diagnostics() const {
   return core_->Diagnostics();
+}
+
+void EpochDomain::VisitMetrics(MetricVisitor& visitor) const {
+  const EpochDiagnostics d = core_->Diagnostics();
+  epoch_internal::DomainCore::MetricTotals t;
+  core_->ReadMetricTotals(&t);
+  const MetricLabel label[] = {{"domain", core_->options().name}};
+  const std::span<const MetricLabel> l(label);
+  const auto seconds = [](std::chrono::nanoseconds n) {
+    return static_cast<double>(n.count()) * 1e-9;
+  };
+  visitor.GaugeValue("cairn_epoch_global_epoch",
+                     "The domain's global epoch; it rises by one per grace "
+                     "period.",
+                     static_cast<double>(d.global_epoch), l);
+  visitor.GaugeValue("cairn_epoch_participants",
+                     "Participants registered (explicit and per-thread).",
+                     static_cast<double>(d.registered_participants), l);
+  visitor.GaugeValue("cairn_epoch_participant_slots",
+                     "Participant slots ever allocated (departed "
+                     "participants' slots are reused).",
+                     static_cast<double>(d.participant_slots), l);
+  visitor.GaugeValue("cairn_epoch_active_guards",
+                     "Guards active when the metrics were read.",
+                     static_cast<double>(d.active_guards), l);
+  visitor.GaugeValue("cairn_epoch_oldest_guard_age_seconds",
+                     "Lower bound on the age of the guard pinning the oldest "
+                     "epoch; 0 when no guard is active or it pins the current "
+                     "epoch.",
+                     seconds(d.oldest_guard_age), l);
+  visitor.GaugeValue("cairn_epoch_since_last_advance_seconds",
+                     "Time since the global epoch last advanced.",
+                     seconds(d.since_last_advance), l);
+  visitor.GaugeValue("cairn_epoch_retired_objects",
+                     "Retired objects whose deleters have not run yet.",
+                     static_cast<double>(d.retired_count), l);
+  visitor.GaugeValue("cairn_epoch_retired_bytes",
+                     "Retired bytes not yet reclaimed, with outstanding "
+                     "reservations; never above the cap.",
+                     static_cast<double>(d.retired_bytes), l);
+  visitor.GaugeValue("cairn_epoch_retired_bytes_peak",
+                     "Highest retired bytes charged to the cap since the "
+                     "domain was created (per-thread retire credit "
+                     "included).",
+                     static_cast<double>(d.peak_retired_bytes), l);
+  visitor.GaugeValue("cairn_epoch_retired_bytes_cap",
+                     "EpochOptions::retired_bytes_cap: the most retired bytes "
+                     "the domain holds before writers wait.",
+                     static_cast<double>(core_->options().retired_bytes_cap),
+                     l);
+  visitor.CounterValue("cairn_epoch_grace_periods_total",
+                       "Times the global epoch advanced.", d.grace_periods, l);
+  visitor.CounterValue("cairn_epoch_reclaim_passes_total",
+                       "Reclaim passes run (TryReclaim, back-pressure, "
+                       "Barrier, every reclaim_every retirements).",
+                       t.reclaim_passes, l);
+  visitor.CounterValue("cairn_epoch_reclaimed_objects_total",
+                       "Retired objects whose deleters ran.", t.reclaimed_count,
+                       l);
+  visitor.CounterValue("cairn_epoch_reclaimed_bytes_total",
+                       "Retired bytes released by deleters that ran.",
+                       t.reclaimed_bytes, l);
+  visitor.CounterValue("cairn_epoch_busy_total",
+                       "Retires and reservations refused with "
+                       "kResourceExhausted after waiting reclaim_deadline at "
+                       "the cap.",
+                       d.busy_count, l);
+  visitor.CounterValue("cairn_epoch_stall_reports_total",
+                       "Stall reports made for guards held past the stall "
+                       "threshold (1x, 3x, 9x, ... the threshold).",
+                       d.stall_reports, l);
+  visitor.CounterValue("cairn_epoch_barriers_total",
+                       "Barrier() calls, including those Shutdown() makes.",
+                       t.barriers, l);
+  visitor.CounterValue("cairn_epoch_barrier_timeouts_total",
+                       "Barrier() calls that returned kDeadlineExceeded.",
+                       t.barrier_timeouts, l);
+  visitor.HistogramValue("cairn_epoch_cap_wait_seconds",
+                         "Time a Retire() or Reserve() waited at the retired "
+                         "bytes cap, whether it then got room or was refused "
+                         "(busy).",
+                         t.cap_wait, l);
 }
 
 void EpochDomain::ResetAfterFork() noexcept { core_->ResetAfterFork(); }

@@ -398,6 +398,9 @@ Result<std::unique_ptr<FileDurableLog>> FileDurableLog::Open(
   if (options.segment_bytes == 0) {
     return InvalidArgumentError("durable log segment_bytes must be at least 1");
   }
+  if (options.clock == nullptr) {
+    return InvalidArgumentError("durable log clock is null");
+  }
   Env& env = *Env::OrDefault(options.env);
   const std::string dir = durable_log_internal::NormalizeDir(path);
   if (Status made = env.CreateDir(dir);
@@ -498,8 +501,12 @@ Result<LogReservation> FileDurableLog::Reserve(std::size_t bytes) {
   slot.frame.reserve(charge);  // allocated here, before any lock
   slot.charged = charge;
   MutexLock lock(&mu_);
-  if (!error_.ok()) return error_;
+  if (!error_.ok()) {
+    ++totals_.refused_failed;
+    return error_;
+  }
   if (pending_bytes_ + charge > options_.max_pending_bytes) {
+    ++totals_.refused_pending;
     return ResourceExhaustedError("durable log: max_pending_bytes reached");
   }
   pending_bytes_ += charge;
@@ -515,7 +522,10 @@ Status FileDurableLog::Append(const LogReservation& reservation,
         "durable record empty or over max_record_bytes");
   }
   MutexLock lock(&mu_);
-  if (!error_.ok()) return error_;
+  if (!error_.ok()) {
+    ++totals_.refused_failed;
+    return error_;
+  }
   auto it = slots_.find(reservation.id);
   CAIRN_CHECK_MSG(
       it != slots_.end() && it->second.state == SlotState::kReserved,
@@ -532,6 +542,8 @@ Status FileDurableLog::Append(const LogReservation& reservation,
   slot.state = SlotState::kAppended;
   slot.seq = ++appended_seq_;
   order_.push_back(reservation.id);
+  ++totals_.appended_records;
+  totals_.appended_bytes += record.size();
   return Status::Ok();
 }
 
@@ -569,6 +581,8 @@ void FileDurableLog::FlushResolved(std::unique_lock<Mutex>& lock) {
   std::string batch;
   Status s;
   bool rotated = false;
+  bool write_failed = false;
+  bool sync_failed = false;
   if (!frames.empty()) {
     std::size_t bytes = 0;
     for (const std::string& f : frames) bytes += f.size();
@@ -603,8 +617,17 @@ void FileDurableLog::FlushResolved(std::unique_lock<Mutex>& lock) {
         offset = kDurableLogHeaderBytes;
       }
     }
-    if (s.ok()) s = file_->WriteAt(offset, batch);
-    if (s.ok() && options_.sync) s = file_->Sync();
+    if (s.ok()) {
+      s = file_->WriteAt(offset, batch);
+      if (!s.ok()) write_failed = true;
+    }
+    if (s.ok() && options_.sync) {
+      const std::int64_t start = options_.clock->NowNanos();
+      s = file_->Sync();
+      const std::int64_t took = options_.clock->NowNanos() - start;
+      sync_nanos_.Record(took > 0 ? static_cast<std::uint64_t>(took) : 0);
+      if (!s.ok()) sync_failed = true;
+    }
     if (!s.ok() && s.message().rfind("durable log", 0) != 0) {
       s = InDurableLog(s);
     }
@@ -616,12 +639,19 @@ void FileDurableLog::FlushResolved(std::unique_lock<Mutex>& lock) {
   if (rotated) {
     segments_.push_back(first);
     end_ = kDurableLogHeaderBytes;
+    ++totals_.rotations;
   }
+  if (write_failed) ++totals_.write_errors;
+  if (sync_failed) ++totals_.sync_errors;
   if (s.ok()) {
     end_ += batch.size();
     written_seq_ = last_seq;
     durable_lsn_ = last;
     durable_records_ += frames.size();
+    if (!frames.empty()) {
+      ++totals_.batches;
+      totals_.written_bytes += batch.size();
+    }
     if (!frames.empty() && options_.sync) ++syncs_;
   } else if (error_.ok()) {
     error_ = std::move(s);
@@ -671,6 +701,7 @@ void FileDurableLog::Cancel(const LogReservation& reservation) noexcept {
     return;
   }
   // Appended: void it in place; the next flush drops it from the prefix.
+  ++totals_.cancelled_records;
   it->second.state = SlotState::kCancelled;
   it->second.frame.clear();
   resolved_.notify_all();
@@ -721,7 +752,10 @@ Result<std::size_t> FileDurableLog::DropThrough(Lsn lsn) {
       // Dropped from the list once its removal is durable (DropThrough
       // calls are serialized, so the front is `first`).
       MutexLock lock(&mu_);
-      if (s.ok()) segments_.pop_front();
+      if (s.ok()) {
+        segments_.pop_front();
+        ++totals_.dropped_segments;
+      }
     }
     if (!s.ok()) return InDurableLog(s);
     ++removed;
@@ -742,6 +776,100 @@ std::uint64_t FileDurableLog::syncs() const {
 std::size_t FileDurableLog::segments() const {
   MutexLock lock(&mu_);
   return segments_.size();
+}
+
+void FileDurableLog::VisitMetrics(MetricVisitor& visitor,
+                                  std::span<const MetricLabel> labels) const {
+  Totals t;
+  std::uint64_t durable_records = 0;
+  std::uint64_t syncs = 0;
+  Lsn durable_lsn = 0;
+  Lsn first_lsn = 0;
+  std::size_t segments = 0;
+  std::uint64_t pending_bytes = 0;
+  std::size_t pending_records = 0;
+  bool failed = false;
+  {
+    MutexLock lock(&mu_);
+    t = totals_;
+    durable_records = durable_records_;
+    syncs = syncs_;
+    durable_lsn = durable_lsn_;
+    first_lsn = segments_.front();
+    segments = segments_.size();
+    pending_bytes = pending_bytes_;
+    pending_records = slots_.size();
+    failed = !error_.ok();
+  }
+  const HistogramSnapshot sync_time = sync_nanos_.Snapshot();
+  LabelScope v(visitor, labels);
+  const auto n = [](auto x) { return static_cast<double>(x); };
+  v.CounterValue("cairn_durable_log_appended_records_total",
+                 "Records appended (copied in, not yet written).",
+                 t.appended_records);
+  v.CounterValue("cairn_durable_log_appended_bytes_total",
+                 "Bytes of record bodies appended.", t.appended_bytes);
+  v.CounterValue("cairn_durable_log_cancelled_records_total",
+                 "Appended records cancelled before they were written (they "
+                 "never get an LSN).",
+                 t.cancelled_records);
+  v.CounterValue("cairn_durable_log_written_records_total",
+                 "Records written and synced (with sync off: written).",
+                 durable_records);
+  v.CounterValue("cairn_durable_log_written_bytes_total",
+                 "Frame bytes (20-byte frame header and body) written to "
+                 "segments.",
+                 t.written_bytes);
+  v.CounterValue("cairn_durable_log_batches_total",
+                 "Group-commit batches written (one write and one sync "
+                 "each).",
+                 t.batches);
+  v.CounterValue("cairn_durable_log_syncs_total",
+                 "Batch fdatasync calls that succeeded.", syncs);
+  v.HistogramValue("cairn_durable_log_sync_seconds",
+                   "Time of each batch fdatasync, failed ones included.",
+                   sync_time);
+  v.GaugeValue("cairn_durable_log_durable_lsn",
+               "Highest LSN written and synced.", n(durable_lsn));
+  v.GaugeValue("cairn_durable_log_first_lsn",
+               "Lowest LSN the log still holds (durable_lsn + 1 when it "
+               "holds none).",
+               n(first_lsn));
+  v.GaugeValue("cairn_durable_log_segments", "Segment files the log holds.",
+               n(segments));
+  v.CounterValue("cairn_durable_log_rotations_total",
+                 "New segments started after the first (segment_bytes "
+                 "reached, or Rotate()).",
+                 t.rotations);
+  v.CounterValue("cairn_durable_log_dropped_segments_total",
+                 "Segments removed by DropThrough.", t.dropped_segments);
+  v.GaugeValue("cairn_durable_log_pending_bytes",
+               "Bytes reserved or appended and not yet written (bounded by "
+               "max_pending_bytes).",
+               n(pending_bytes));
+  v.GaugeValue("cairn_durable_log_pending_records",
+               "Reservations and records not yet written or cancelled.",
+               n(pending_records));
+  const MetricLabel pending[] = {{"reason", "pending_bytes"}};
+  const MetricLabel failed_label[] = {{"reason", "failed"}};
+  constexpr std::string_view kRefusedHelp =
+      "Reserve and Append calls refused: max_pending_bytes reached, or the "
+      "log failed.";
+  v.CounterValue("cairn_durable_log_refused_total", kRefusedHelp,
+                 t.refused_pending, pending);
+  v.CounterValue("cairn_durable_log_refused_total", kRefusedHelp,
+                 t.refused_failed, failed_label);
+  v.CounterValue("cairn_durable_log_write_errors_total",
+                 "Batch writes that failed (the first failure is sticky).",
+                 t.write_errors);
+  v.CounterValue("cairn_durable_log_sync_errors_total",
+                 "Batch fdatasync calls that failed (the first failure is "
+                 "sticky).",
+                 t.sync_errors);
+  v.GaugeValue("cairn_durable_log_failed",
+               "1 once a write or sync failed: status() is the sticky error "
+               "and every later append is refused; else 0.",
+               failed ? 1.0 : 0.0);
 }
 
 // ---------------------------------------------------------------------------

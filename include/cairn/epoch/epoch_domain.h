@@ -78,6 +78,7 @@
 #include <utility>
 
 #include "cairn/base/clock.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/epoch/internal/epoch_slot.h"
@@ -345,6 +346,16 @@ class EpochDomain {
   Status Shutdown(std::chrono::nanoseconds deadline);
 
   EpochDiagnostics Diagnostics() const;
+
+  // Reports the domain's metrics (docs/metrics.md, "Epoch"), each labelled
+  // domain="<EpochOptions::name>": Diagnostics() as gauges and counters,
+  // reclaim, barrier and busy totals, and the histogram of time waited at
+  // the retired-bytes cap. Takes what Diagnostics() takes (the advance and
+  // registry locks, briefly) and allocates; never waits for a guard. Safe
+  // from any thread, not inside a deleter. Counting costs nothing on the
+  // read side: guards write no counter; only reclaim passes, barriers,
+  // refusals and cap waits do.
+  void VisitMetrics(MetricVisitor& visitor) const;
 
   // The fork rule: call in the child of fork(), on the forking thread, before
   // using the domain. Guards of other (now gone) threads are cleared, locks

@@ -51,7 +51,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cairn/base/clock.h"
 #include "cairn/base/env.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -114,6 +116,9 @@ struct FileDurableLogOptions {
   // The file layer the log goes through; null means Env::Default(). Not
   // owned: it must outlive the log.
   Env* env = nullptr;
+  // Times the batch syncs reported by VisitMetrics; null is
+  // kInvalidArgument. Not owned: it must outlive the log.
+  const Clock* clock = Clock::Steady();
 };
 
 class FileDurableLog final : public DurableLog {
@@ -183,6 +188,15 @@ class FileDurableLog final : public DurableLog {
   std::uint64_t syncs() const;
   // Segment files the log holds.
   std::size_t segments() const;
+  // Reports the log's cairn_durable_log_* metrics (docs/metrics.md,
+  // "Durable log"), each with `labels` first: records and bytes appended,
+  // cancelled and written, batches, syncs and the histogram of their time
+  // (on options.clock), LSNs, segments, rotations, dropped segments,
+  // pending reservations, refusals and failures. Takes the log's lock
+  // briefly (never during I/O) and calls the visitor with no lock held.
+  // Safe from any thread.
+  void VisitMetrics(MetricVisitor& visitor,
+                    std::span<const MetricLabel> labels = {}) const;
   // The directory.
   const std::string& path() const noexcept { return dir_; }
 
@@ -236,6 +250,25 @@ class FileDurableLog final : public DurableLog {
   Status error_ CAIRN_GUARDED_BY(mu_);
   std::uint64_t durable_records_ CAIRN_GUARDED_BY(mu_) = 0;
   std::uint64_t syncs_ CAIRN_GUARDED_BY(mu_) = 0;
+  // Metrics only (VisitMetrics); all counted under mu_, where the state
+  // they describe changes.
+  struct Totals {
+    std::uint64_t appended_records = 0;
+    std::uint64_t appended_bytes = 0;  // record bodies
+    std::uint64_t cancelled_records = 0;
+    std::uint64_t written_bytes = 0;  // frames, as written to segments
+    std::uint64_t batches = 0;
+    std::uint64_t rotations = 0;
+    std::uint64_t dropped_segments = 0;
+    std::uint64_t refused_pending = 0;  // Reserve past max_pending_bytes
+    std::uint64_t refused_failed = 0;   // Reserve/Append after a failure
+    std::uint64_t write_errors = 0;
+    std::uint64_t sync_errors = 0;
+  };
+  Totals totals_ CAIRN_GUARDED_BY(mu_);
+  // Batch fdatasync times in nanoseconds on options_.clock; recorded with
+  // no lock held (relaxed atomics).
+  Histogram sync_nanos_{1e-9};
   // Serializes DropThrough calls; never taken by appenders. Taken before
   // mu_.
   Mutex drop_mu_ CAIRN_ACQUIRED_BEFORE(mu_);

@@ -71,6 +71,7 @@
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/quota.h"
 #include "cairn/ha/internal/snapshot_file.h"
+#include "cairn/ha/snapshot_metrics.h"
 #include "cairn/tenant/tenant_registry.h"
 
 CAIRN_NAMESPACE_BEGIN
@@ -86,23 +87,7 @@ using SnapshotEncoder =
 template <typename Payload>
 using SnapshotDecoder = std::function<Result<Payload>(std::string_view bytes)>;
 
-// What a write or a restore did.
-struct SnapshotStats {
-  std::size_t tenants = 0;
-  std::size_t groups = 0;
-  std::size_t objects = 0;
-  std::uint64_t file_bytes = 0;
-  // The durable-log position the snapshot reflects: the write's
-  // SnapshotWriteOptions::log_position, the value a restore read (0: none).
-  // Replay every log record above it on the restored state.
-  std::uint64_t log_position = 0;
-  // Restore only: units (a singleton, or a group with all its members) not
-  // created because an earlier unit of the file holds one of their keys or
-  // their group name. A key erased and created again while the snapshot ran
-  // can be met twice; the unit read first wins, and a replay of the log from
-  // log_position repairs what it kept (docs/snapshot.md).
-  std::size_t skipped_units = 0;
-};
+// SnapshotStats and SnapshotMetrics: cairn/ha/snapshot_metrics.h.
 
 namespace directory_internal {
 
@@ -211,9 +196,9 @@ Status WriteTenantSection(const GroupDirectory<Payload, Route>& directory,
 
 // Runs `sections(writer)` and commits the file.
 template <typename Sections>
-Status WriteSnapshotFile(const std::string& path,
-                         const SnapshotWriteOptions& options,
-                         SnapshotStats* stats, Sections&& sections) {
+Status WriteSnapshotFileUntimed(const std::string& path,
+                                const SnapshotWriteOptions& options,
+                                SnapshotStats* stats, Sections&& sections) {
   Result<std::unique_ptr<SnapshotFileWriter>> made =
       SnapshotFileWriter::Create(path, options);
   if (!made.ok()) return std::move(made).status();
@@ -229,6 +214,27 @@ Status WriteSnapshotFile(const std::string& path,
     stats->log_position = options.log_position;
   }
   return Status::Ok();
+}
+
+// As above, recorded into options.metrics (if set) with the time it took.
+template <typename Sections>
+Status WriteSnapshotFile(const std::string& path,
+                         const SnapshotWriteOptions& options,
+                         SnapshotStats* stats, Sections&& sections) {
+  SnapshotMetrics* const metrics = options.metrics;
+  if (metrics == nullptr) {
+    return WriteSnapshotFileUntimed(path, options, stats,
+                                    std::forward<Sections>(sections));
+  }
+  SnapshotStats written;
+  const std::int64_t start = metrics->clock()->NowNanos();
+  Status s = WriteSnapshotFileUntimed(path, options, &written,
+                                      std::forward<Sections>(sections));
+  metrics->RecordWrite(
+      s, written,
+      std::chrono::nanoseconds(metrics->clock()->NowNanos() - start));
+  if (s.ok() && stats != nullptr) *stats = written;
+  return s;
 }
 
 template <typename Payload>

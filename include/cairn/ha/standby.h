@@ -21,9 +21,9 @@
 // been answered can be affected, and such a change may or may not survive
 // a crash either way.
 //
-// Thread safety: Poll, Promote and the accessors are for one thread (the
-// host's follower thread); registry() is safe to read from any thread, as
-// any registry, and to write once Promote has returned.
+// Thread safety: Poll, Promote, VisitMetrics and the accessors are for one
+// thread (the host's follower thread); registry() is safe to read from any
+// thread, as any registry, and to write once Promote has returned.
 
 #ifndef CAIRN_HA_STANDBY_H_
 #define CAIRN_HA_STANDBY_H_
@@ -33,12 +33,14 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "cairn/base/env.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/ha/file_durable_log.h"
@@ -69,6 +71,9 @@ struct StandbyOptions {
   // The file layer for the snapshot, the reader and the promoted log; null:
   // Env::Default(). Not owned.
   Env* env = nullptr;
+  // Where the restore of snapshot_path is counted and timed
+  // (SnapshotMetrics::TimeRestore); null: nowhere. Not owned.
+  SnapshotMetrics* snapshot_metrics = nullptr;
 };
 
 template <typename Payload = EmptyPayload,
@@ -97,13 +102,20 @@ class Standby {
     if (log_ != nullptr) {
       return FailedPreconditionError("promoted: the standby no longer follows");
     }
+    ++polls_;
     std::size_t applied = 0;
     DurableLogEntry entry;
     while (applied < max_records) {
       Result<bool> next = reader_->Next(&entry);
-      if (!next.ok()) return std::move(next).status();
+      if (!next.ok()) {
+        ++poll_errors_;
+        return std::move(next).status();
+      }
       if (!next.value()) break;
-      CAIRN_RETURN_IF_ERROR(applier_->Apply(entry.lsn, entry.body));
+      if (Status s = applier_->Apply(entry.lsn, entry.body); !s.ok()) {
+        ++poll_errors_;
+        return s;
+      }
       ++applied;
     }
     return applied;
@@ -149,6 +161,48 @@ class Standby {
   // The promoted log; null before Promote.
   FileDurableLog* log() const noexcept { return log_.get(); }
 
+  // Reports the cairn_standby_* metrics (docs/metrics.md, "Snapshots and
+  // standby"), each with `labels` first: applied and snapshot LSNs, apply
+  // stats, log bytes read, polls and their errors, whether promoted. The
+  // lag behind the primary is its cairn_durable_log_durable_lsn minus
+  // cairn_standby_applied_lsn (the standby does not know the former). On
+  // the follower thread, as Poll. Allocates nothing itself.
+  void VisitMetrics(MetricVisitor& visitor,
+                    std::span<const MetricLabel> labels = {}) const {
+    LabelScope v(visitor, labels);
+    const ApplyStats& a = applier_->stats();
+    v.GaugeValue("cairn_standby_applied_lsn",
+                 "The last durable-log LSN the standby's registry reflects.",
+                 static_cast<double>(applier_->applied_lsn()));
+    v.GaugeValue("cairn_standby_snapshot_lsn",
+                 "The log position of the snapshot the standby started from "
+                 "(0 without one).",
+                 static_cast<double>(snapshot_lsn_));
+    v.CounterValue("cairn_standby_applied_records_total",
+                   "Log records applied to the registry.", a.applied);
+    v.CounterValue("cairn_standby_already_applied_records_total",
+                   "Log records skipped as already reflected (at or below "
+                   "the applied LSN).",
+                   a.already_applied);
+    v.CounterValue("cairn_standby_removed_tenant_records_total",
+                   "Object records skipped because their tenant was removed "
+                   "before the snapshot.",
+                   a.removed_tenant);
+    v.CounterValue("cairn_standby_read_bytes_total",
+                   "Log bytes (segment headers and frames) read since Open.",
+                   reader_->bytes_read());
+    v.CounterValue("cairn_standby_polls_total", "Poll calls while following.",
+                   polls_);
+    v.CounterValue("cairn_standby_poll_errors_total",
+                   "Poll calls that returned an error (damage, a dropped "
+                   "segment, an apply error).",
+                   poll_errors_);
+    v.GaugeValue("cairn_standby_promoted",
+                 "1 once Promote succeeded (the standby is the primary), "
+                 "else 0.",
+                 log_ != nullptr ? 1.0 : 0.0);
+  }
+
  private:
   explicit Standby(StandbyOptions<Payload> options)
       : options_(std::move(options)),
@@ -162,9 +216,15 @@ class Standby {
       registry_ = std::make_unique<Registry>(std::move(registry_options));
     } else {
       SnapshotStats stats;
-      auto restored = RestoreRegistrySnapshot<Payload, Route>(
-          options_.snapshot_path, options_.decode, std::move(registry_options),
-          &stats, env_);
+      auto restore = [&] {
+        return RestoreRegistrySnapshot<Payload, Route>(
+            options_.snapshot_path, options_.decode,
+            std::move(registry_options), &stats, env_);
+      };
+      auto restored =
+          options_.snapshot_metrics != nullptr
+              ? options_.snapshot_metrics->TimeRestore(stats, restore)
+              : restore();
       if (!restored.ok()) return std::move(restored).status();
       registry_ = std::move(restored).value();
       snapshot_lsn_ = stats.log_position;
@@ -191,6 +251,8 @@ class Standby {
   std::unique_ptr<LogApplier<Payload, Route>> applier_;
   std::unique_ptr<DurableLogReader> reader_;
   Lsn snapshot_lsn_ = 0;
+  std::uint64_t polls_ = 0;
+  std::uint64_t poll_errors_ = 0;
 };
 
 // Rebuilds the primary's state after a crash: a Standby that has applied

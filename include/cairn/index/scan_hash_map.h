@@ -79,6 +79,7 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/internal/hash.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/index/index_allocator.h"
@@ -221,6 +222,21 @@ struct ScanHashMapStats {
   std::uint64_t rehash_step_failures = 0;
   std::uint64_t chain_compactions = 0;
 };
+
+namespace index_internal {
+// What ScanHashMap::VisitMetrics reports, read from the map; the reporting
+// itself is compiled once (scan_hash_map.cc), not per Value type.
+struct ScanHashMapMetricsInput {
+  std::size_t entries = 0;
+  std::uint64_t slots = 0;  // slots of the table new entries go to
+  bool rehashing = false;
+  ScanHashMapMemory memory;
+  ScanHashMapStats stats;
+};
+void VisitScanHashMapMetrics(const ScanHashMapMetricsInput& in,
+                             MetricVisitor& visitor,
+                             std::span<const MetricLabel> labels);
+}  // namespace index_internal
 
 // Position of an exact scan (ScanStable). Valid only for the map, generation
 // and mutation count it was started at.
@@ -708,6 +724,24 @@ class ScanHashMap {
   }
   std::size_t max_key_bytes() const noexcept { return max_key_bytes_; }
   const ScanHashMapStats& stats() const noexcept { return stats_; }
+  // Reports size, capacity, load, memory and resize counts as cairn_index_*
+  // metrics (docs/metrics.md, "Index"), each with `labels` first (at most
+  // LabelScope::kMaxLabels - 1 of them). A const call: on the owner thread,
+  // or while no mutating call runs (see Thread safety). Reads the map's
+  // own fields only; allocates nothing itself (the visitor may).
+  void VisitMetrics(MetricVisitor& visitor,
+                    std::span<const MetricLabel> labels = {}) const {
+    index_internal::ScanHashMapMetricsInput in;
+    in.entries = storage_.size;
+    const int e = exponent();
+    in.slots = e < 0 ? 0
+                     : (std::uint64_t{1} << e) *
+                           std::uint64_t{index_internal::kSlotsPerBucket};
+    in.rehashing = storage_.rehashing;
+    in.memory = Memory();
+    in.stats = stats_;
+    index_internal::VisitScanHashMapMetrics(in, visitor, labels);
+  }
   ScanHashMapMemory Memory() const noexcept {
     ScanHashMapMemory m;
     m.bucket_bytes = storage_.tables[0].bytes() + storage_.tables[1].bytes();

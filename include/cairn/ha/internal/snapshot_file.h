@@ -44,6 +44,8 @@
 
 CAIRN_NAMESPACE_BEGIN
 
+class SnapshotMetrics;  // cairn/ha/snapshot_metrics.h
+
 inline constexpr std::uint64_t kSnapshotMagic =
     0x504e534e52494143ull;  // "CAIRNSNP"
 inline constexpr std::uint64_t kSnapshotTrailerMagic =
@@ -75,6 +77,9 @@ struct SnapshotWriteOptions {
   // The file layer the snapshot is written through; null means
   // Env::Default(). Not owned: it must outlive the write.
   Env* env = nullptr;
+  // Where the write is counted and timed (on the metrics' clock), failed
+  // writes included; null: nowhere. Not owned.
+  SnapshotMetrics* metrics = nullptr;
 };
 
 namespace directory_internal {
