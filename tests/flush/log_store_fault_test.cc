@@ -417,9 +417,11 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
             // The value names its writer and index, padded to 100-900 B.
             std::string value = std::to_string(t) + ":" + std::to_string(i) +
                                 ":" + std::string(100 + (i * 37) % 800, 'v');
-            if (store->SetDurable(t % kDatabases, "t" + std::to_string(t) +
-                                                      "-" + std::to_string(k),
-                                  value)
+            if (store
+                    ->SetDurable(
+                        t % kDatabases,
+                        "t" + std::to_string(t) + "-" + std::to_string(k),
+                        value)
                     .ok()) {
               acked[t][k] = i;
             }
@@ -440,7 +442,8 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
       for (int k = 0; k < kKeysPerThread && failure.empty(); ++k) {
         if (acked[t][k] < 0) continue;
         ++checked;
-        const std::string key = "t" + std::to_string(t) + "-" + std::to_string(k);
+        const std::string key =
+            "t" + std::to_string(t) + "-" + std::to_string(k);
         std::string got;
         Status s = (*reopened)->Get(t % kDatabases, key, &got);
         const std::string prefix = std::to_string(t) + ":";

@@ -547,8 +547,7 @@ TEST(LogStoreTest, OneSyncPerDurableFlushOfAPartlyFilledBlock) {
   auto writes = [&] { return env.count(EnvCall::kWriteAt, log); };
   for (int round = 0; round < 4; ++round) {
     for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(
-          store->Set(0, "k" + std::to_string(round * 3 + i), "v").ok());
+      ASSERT_TRUE(store->Set(0, "k" + std::to_string(round * 3 + i), "v").ok());
     }
     const std::uint64_t s0 = syncs();
     const std::uint64_t w0 = writes();
@@ -602,8 +601,7 @@ class SyncGateEnv final : public Env {
                                               FileOpenMode mode) override {
     auto file = base_->NewFile(path, mode);
     if (!file.ok()) return file;
-    return std::unique_ptr<FileHandle>(
-        new File(this, std::move(file).value()));
+    return std::unique_ptr<FileHandle>(new File(this, std::move(file).value()));
   }
   Status Rename(const std::string& from, const std::string& to) override {
     return base_->Rename(from, to);
@@ -717,7 +715,7 @@ TEST(LogStoreTest, ConcurrentSetDurableCallersShareOneSync) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(returned.load(std::memory_order_acquire), 0);
-  gate.Permit();        // the leader's sync completes
+  gate.Permit();  // the leader's sync completes
   // A follower leads the next one, held.
   const bool second = gate.WaitEntered(2);
   EXPECT_TRUE(second);
@@ -804,7 +802,8 @@ TEST(LogStoreStressTest, ConcurrentSetDurableReadersAndFlush) {
     threads.emplace_back([&, w] {
       for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
         const int k = i % kKeysPerWriter;
-        const std::string key = "d" + std::to_string(w) + "-" + std::to_string(k);
+        const std::string key =
+            "d" + std::to_string(w) + "-" + std::to_string(k);
         const std::string value = Value(w * 100000 + i, 20 + i % 500);
         if (!store->SetDurable(w % 4, key, value).ok()) {
           errors.fetch_add(1, std::memory_order_relaxed);
@@ -823,10 +822,10 @@ TEST(LogStoreStressTest, ConcurrentSetDurableReadersAndFlush) {
       std::string v;
       for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
         const int w = (i + r) % kWriters;
-        Status s = store->Get(w % 4,
-                              "d" + std::to_string(w) + "-" +
-                                  std::to_string(i % kKeysPerWriter),
-                              &v);
+        Status s = store->Get(
+            w % 4,
+            "d" + std::to_string(w) + "-" + std::to_string(i % kKeysPerWriter),
+            &v);
         if (!s.ok() && s.code() != StatusCode::kNotFound) {
           errors.fetch_add(1, std::memory_order_relaxed);
         }
