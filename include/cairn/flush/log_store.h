@@ -9,9 +9,13 @@
 //
 //   Set / Del / FlushDb   append a record to the block being filled (in
 //                         memory) and update the index; not yet durable.
-//   Flush                 makes everything appended so far durable
-//                         (BlockLog::FlushBlock: data, sync, header, sync)
-//                         and then marks the flushed entries durable with
+//   SetDurable /          Set / Del, then wait until the record is durable;
+//   DelDurable            concurrent callers share syncs (group commit).
+//   Flush                 makes everything appended so far durable: the
+//                         new records and a header hint, then one
+//                         fdatasync (format v2: records validate
+//                         themselves, log_format.h), and then marks the
+//                         flushed entries durable with
 //                         the receipt pass (receipt_pass.h), sliced under
 //                         each partition's lock; or, in watermark mode,
 //                         only advances the durable watermark.
@@ -26,21 +30,25 @@
 //                         reported in recovery().
 //
 // Durability promise: a record is durable once a Flush (or Checkpoint or
-// Close) that began after its Set/Del/FlushDb returned has returned OK
-// (X10). After a crash, Open restores exactly a prefix of the operations in
+// Close) that began after its Set/Del/FlushDb returned has returned OK, or
+// once the SetDurable/DelDurable that made it returned OK (X10). After a crash, Open restores exactly a prefix of the operations in
 // log order that contains every durable one; a record that fails its
 // checksum below a durable boundary makes Open fail with kDataLoss rather
 // than index it.
 //
 // Thread safety: every method may be called from any thread. Set, Del and
 // Get lock the key's partition (and the log mutex while appending or
-// reading an unflushed record); FlushDb locks every partition. Flush and
-// Checkpoint are serialised by a flush mutex. Flush writes and syncs
+// reading an unflushed record); FlushDb locks every partition. Flush,
+// SetDurable and DelDurable wait in a group (group mutex and condition
+// variable, a leaf lock): one of them at a time leads a flush attempt, the
+// others wait for it. Flush attempts and Checkpoint are serialised by a
+// flush mutex. Flush writes and syncs
 // without partition locks, and its receipt pass holds one partition lock for
 // at most `pass.slice_receipts` receipts at a time; Checkpoint holds every
 // partition lock while it syncs the log and writes the checkpoint file, so
 // Set, Get and Del wait for it. Lock order: flush mutex,
-// partitions in ascending order, log mutex. Set, Del and FlushDb may block
+// partitions in ascending order, log mutex; the group mutex is a leaf
+// (docs/concurrency.md). Set, Del and FlushDb may block
 // in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure).
 // Every method may block on I/O or locks; none may be called from a
 // callback of another.
