@@ -20,6 +20,9 @@ using flush_internal::CheckpointFile;
 using flush_internal::CheckpointPath;
 
 constexpr std::uint64_t kPartitionSeed = 0x9e3779b97f4a7c15ull;
+// How far the durable boundary runs ahead of a block's header on disk
+// before a flush rewrites the header hint (docs/flush.md, Format).
+constexpr std::uint32_t kLogHintStride = 256 * 1024;
 
 std::int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -718,10 +721,10 @@ bool LogStore::IndexSaysDurable(std::uint32_t db, std::string_view key) {
 Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
                          FlushReport* report) {
   struct BlockWrite {
-    PendingBlock* pending;
-    std::uint32_t from;
+    PendingBlock* pending = nullptr;
+    std::uint32_t from = 0;
     LogBlockHeader snapshot;  // the block's state at the new boundary
-    bool hint;                // write `header`
+    bool hint = false;        // write `header`
     LogBlockHeader header;    // names bytes an earlier sync made durable
     std::vector<FlushReceipt> receipts;
   };
@@ -732,13 +735,22 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     for (auto& pending : blocks_) {
       LogBlockBuffer& buffer = *pending->buffer;
       const bool data = buffer.flushed < buffer.used();
-      const bool hint = buffer.durable.used_bytes > buffer.header_used;
+      // The hint is rewritten once the durable boundary is kLogHintStride
+      // past the header on disk, so most flushes write one contiguous
+      // range (full blocks, Checkpoint and Close write final headers).
+      const bool hint =
+          buffer.durable.used_bytes >= buffer.header_used + kLogHintStride;
       if (!data && !hint) continue;
-      BlockWrite w{pending.get(), buffer.flushed, buffer.HeaderAtUsed(0),
-                   hint,          buffer.durable, {}};
+      BlockWrite& w = writes.emplace_back();
+      w.pending = pending.get();
+      w.from = buffer.flushed;
+      w.snapshot = buffer.HeaderAtUsed(0);
+      w.hint = hint;
+      // The hint names what an earlier sync made durable, never the bytes
+      // this attempt writes (the crash argument in docs/flush.md).
+      w.header = buffer.durable;
       w.header.sequence = buffer.sequence + 1;
-      writes.push_back(std::move(w));
-      writes.back().receipts.swap(pending->receipts);
+      w.receipts.swap(pending->receipts);
     }
   }
   if (writes.empty()) return Status();

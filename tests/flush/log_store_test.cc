@@ -73,7 +73,7 @@ std::size_t NewestSlot(const std::string& bytes, std::uint64_t block) {
       best_slot = slot;
     }
   }
-  EXPECT_GE(best_sequence, 2u) << "block " << block;
+  EXPECT_GE(best_sequence, 1u) << "block " << block;
   return best_slot;
 }
 
@@ -530,24 +530,28 @@ TEST(LogStoreTest, CheckpointGoesThroughTheEnvAndItsFailuresComeBack) {
 }
 
 // One durable point costs one fdatasync: a Flush of a partly filled block
-// writes its new records (and the header hint naming what the previous
-// flush made durable) and syncs once; SetDurable alone does the same; a
-// Flush with nothing new syncs nothing. Planted bug: syncing the data
-// before writing the hint (the version 1 protocol's data-sync-header-sync)
-// makes the counts 2; this fails.
+// writes its new records (one write; the header hint only once the durable
+// boundary is 256 KiB past the header on disk) and syncs once; SetDurable
+// alone does the same; a Flush with nothing new syncs nothing. Planted
+// bug: syncing the data before writing the hint (the version 1 protocol's
+// data-sync-header-sync) makes the counts 2; this fails.
 TEST(LogStoreTest, OneSyncPerDurableFlushOfAPartlyFilledBlock) {
   ScratchDir dir;
   CountingEnv env;
   LogStoreOptions o = Small();
+  o.block_bytes = 1 << 20;
   o.sync = true;
   o.env = &env;
   auto store = MustOpen(dir.path(), o);
   const std::string log = dir.File("log");
   auto syncs = [&] { return env.count(EnvCall::kSync, log); };
   auto writes = [&] { return env.count(EnvCall::kWriteAt, log); };
-  for (int round = 0; round < 4; ++round) {
+  int hints = 0;
+  for (int round = 0; round < 40; ++round) {
     for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(store->Set(0, "k" + std::to_string(round * 3 + i), "v").ok());
+      ASSERT_TRUE(store->Set(0, "k" + std::to_string(round * 3 + i),
+                             Value(i, 3000))
+                      .ok());
     }
     const std::uint64_t s0 = syncs();
     const std::uint64_t w0 = writes();
@@ -555,9 +559,13 @@ TEST(LogStoreTest, OneSyncPerDurableFlushOfAPartlyFilledBlock) {
     ASSERT_TRUE(store->Flush(&report).ok());
     EXPECT_EQ(syncs() - s0, 1u) << "round " << round;
     EXPECT_EQ(report.syncs, 1u);
-    // The records; from the second flush on, also the header hint.
-    EXPECT_EQ(writes() - w0, round == 0 ? 1u : 2u) << "round " << round;
+    // The records, and now and then the header hint.
+    const std::uint64_t w = writes() - w0;
+    EXPECT_TRUE(w == 1 || w == 2) << "round " << round << ": " << w;
+    hints += static_cast<int>(w) - 1;
   }
+  // 40 flushes of 9 KiB: the boundary passed 256 KiB once.
+  EXPECT_EQ(hints, 1);
   std::uint64_t s0 = syncs();
   ASSERT_TRUE(store->SetDurable(1, "alone", "x").ok());
   EXPECT_EQ(syncs() - s0, 1u);
