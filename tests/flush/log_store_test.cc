@@ -549,9 +549,9 @@ TEST(LogStoreTest, OneSyncPerDurableFlushOfAPartlyFilledBlock) {
   int hints = 0;
   for (int round = 0; round < 40; ++round) {
     for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(store->Set(0, "k" + std::to_string(round * 3 + i),
-                             Value(i, 3000))
-                      .ok());
+      ASSERT_TRUE(
+          store->Set(0, "k" + std::to_string(round * 3 + i), Value(i, 3000))
+              .ok());
     }
     const std::uint64_t s0 = syncs();
     const std::uint64_t w0 = writes();

@@ -31,10 +31,10 @@
 //
 // Durability promise: a record is durable once a Flush (or Checkpoint or
 // Close) that began after its Set/Del/FlushDb returned has returned OK, or
-// once the SetDurable/DelDurable that made it returned OK (X10). After a crash, Open restores exactly a prefix of the operations in
-// log order that contains every durable one; a record that fails its
-// checksum below a durable boundary makes Open fail with kDataLoss rather
-// than index it.
+// once the SetDurable/DelDurable that made it returned OK (X10). After a crash,
+// Open restores exactly a prefix of the operations in log order that contains
+// every durable one; a record that fails its checksum below a durable boundary
+// makes Open fail with kDataLoss rather than index it.
 //
 // Thread safety: every method may be called from any thread. Set, Del and
 // Get lock the key's partition (and the log mutex while appending or
