@@ -235,10 +235,12 @@ class LevelDbStore final : public Store {
 // Stores are built once per process (loading is slow) and shared by the
 // repetitions and thread counts, so interleaved runs alternate them. Every
 // benchmark thread asks; the first builds it.
+std::mutex worlds_mu;
+// Never destroyed by exit: main clears it, before RocksDB's own statics go.
+auto& worlds = *new std::map<std::string, std::unique_ptr<Store>>;
+
 Store& World(const std::string& impl, std::size_t keys) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Store>> worlds;
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(worlds_mu);
   auto& slot = worlds[impl + "/" + std::to_string(keys)];
   if (slot == nullptr) {
     std::fprintf(stderr, "[durable] loading %s with %zu keys\n", impl.c_str(),
@@ -303,5 +305,6 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  worlds.clear();
   return 0;
 }
