@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <new>
 #include <string>
 #include <utility>
@@ -730,8 +731,14 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
   };
   std::vector<BlockWrite> writes;
   writes.reserve(4);
+  // Everything below the newest block's snapshot is durable once this
+  // attempt succeeds (it writes every block's new bytes), also when that
+  // block is empty.
+  std::uint64_t newest = 0;
   {
     MutexLock log_lock(&log_mu_);
+    const LogBlockBuffer& back = *blocks_.back()->buffer;
+    newest = (back.block() << 32) | back.used();
     for (auto& pending : blocks_) {
       LogBlockBuffer& buffer = *pending->buffer;
       const bool data = buffer.flushed < buffer.used();
@@ -753,7 +760,13 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       w.receipts.swap(pending->receipts);
     }
   }
-  if (writes.empty()) return Status();
+  if (writes.empty()) {
+    // Nothing new: every block is durable up to its used bytes.
+    if (newest > watermark_.load(std::memory_order_acquire)) {
+      watermark_.store(newest, std::memory_order_release);
+    }
+    return Status();
+  }
   // The bytes below each snapshot never change again: no lock. Every write,
   // then one sync: the records are the commit point, the headers hints.
   const std::int64_t start = NowNanos();
@@ -811,9 +824,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       buffer.flushed = w.snapshot.used_bytes;
       buffer.durable = w.snapshot;
     }
-    if (s.ok() && position != 0) {
-      watermark_.store(position, std::memory_order_release);
-    }
+    if (s.ok()) watermark_.store(newest, std::memory_order_release);
   }
   if (report != nullptr) report->io_nanos += static_cast<std::uint64_t>(io);
   {
@@ -981,9 +992,18 @@ Status LogStore::Flush(FlushReport* report) {
   const std::uint64_t failures = FailuresSoFar();
   std::uint64_t target;
   {
+    // The end of the last record appended: the newest block that holds one
+    // (a block just opened may be empty, its append rolled back; the
+    // watermark never names an empty block's start).
     MutexLock log_lock(&log_mu_);
-    const LogBlockBuffer& buffer = *blocks_.back()->buffer;
-    target = (buffer.block() << 32) | buffer.used();
+    target = 0;
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+      const LogBlockBuffer& buffer = *(*it)->buffer;
+      if (buffer.used() > 0 || std::next(it) == blocks_.rend()) {
+        target = (buffer.block() << 32) | buffer.used();
+        break;
+      }
+    }
   }
   return WaitDurable(target, failures, report);
 }
