@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "flush/flush_testing.h"
+#include "testing/alloc_counter.h"
 #include "testing/counting_env.h"
 #include "testing/stress.h"
 
@@ -574,6 +577,48 @@ TEST(LogStoreTest, OneSyncPerDurableFlushOfAPartlyFilledBlock) {
   EXPECT_EQ(syncs() - s0, 0u);
   ASSERT_TRUE(store->DelDurable(1, "alone").ok());
   EXPECT_EQ(syncs() - s0, 1u);
+}
+
+// A Set that opens a new block and then fails to allocate its receipt
+// rolls its record back, leaving the newest block empty behind a sealed
+// one: Flush must still return (its target, the end of the last record,
+// is reachable). Each allocation of that Set fails in turn. Planted bug:
+// targeting the newest block's start and storing the watermark only from
+// blocks with new bytes makes Flush loop forever; the watchdog aborts.
+TEST(LogStoreTest, FlushReturnsAfterARolledBackFirstRecordOfABlock) {
+  for (int nth = 1; nth <= 12; ++nth) {
+    ScratchDir dir;
+    auto store = MustOpen(dir.path(), Small());
+    int i = 0;
+    // Fill block 0 until the next 8000-byte record does not fit.
+    for (; i < 7; ++i) {
+      ASSERT_TRUE(store->Set(0, "f" + std::to_string(i), Value(i, 8000)).ok());
+    }
+    ASSERT_TRUE(store->Flush().ok());
+    const std::string key = "f" + std::to_string(i);
+    const std::string value = Value(i, 8000);
+    testing::FailNthAllocationOnThisThread(nth);
+    const Status s = store->Set(0, key, value);
+    testing::FailNthAllocationOnThisThread(0);
+    std::atomic<bool> done{false};
+    Status flushed;
+    std::thread flusher([&] {
+      flushed = store->Flush();
+      done.store(true, std::memory_order_release);
+    });
+    for (int waited = 0;
+         !done.load(std::memory_order_acquire) && waited < 10000; ++waited) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!done.load(std::memory_order_acquire)) {
+      std::fprintf(stderr, "Flush did not return (allocation %d failed)\n",
+                   nth);
+      std::abort();
+    }
+    flusher.join();
+    EXPECT_TRUE(flushed.ok()) << flushed.message();
+    EXPECT_EQ(GetOr(*store, 0, key), s.ok() ? value : "<absent>");
+  }
 }
 
 // An Env over another whose file syncs can be held: while holding, each
