@@ -10,6 +10,9 @@ the verdict `report` and a reference of 1.0 (no change).
 """
 
 BINARY = "cairn_flush_benchmark"
+DURABLE_BINARY = "cairn_flush_durable_benchmark"
+PEERS = (("rocksdb", "RocksDB 7.8", "librocksdb-dev"),
+         ("leveldb", "LevelDB 1.23", "libleveldb-dev"))
 
 
 def _fmt(x):
@@ -94,4 +97,53 @@ def run(ctx):
                   + (f"; receipt pass share of flush time: off {share['off']:.1%}, on "
                      f"{share['on']:.1%}; flush I/O {io_block/1e6:.1f} ms per FlushBlock"
                      if op == "Set" else "")))))
+    records += durable_gates(ctx)
+    return records
+
+
+def durable_gates(ctx):
+    """X5 durable SETs: LogStore SetDurable (group commit) against RocksDB and
+    LevelDB Put with WriteOptions::sync = true, 1 and 8 writer threads, same
+    keys and values, interleaved repetitions, medians; best peer = the
+    faster of the two in the same run. Quick mode 100k keys loaded first,
+    --full 1M."""
+    keys = 1_000_000 if ctx.full else 100_000
+    path = ctx.bench_dir / DURABLE_BINARY
+    listed = ""
+    if path.exists():
+        import subprocess
+        listed = subprocess.run([str(path), "--benchmark_list_tests=true"],
+                                capture_output=True, text=True).stdout
+    impls = ["logstore"]
+    missing = []
+    for peer, label, package in PEERS:
+        if f"BM_FlushX5Durable/{peer}/" in listed:
+            impls.append(peer)
+        else:
+            missing.append(f"{label}: {package} was not installed when the bench was configured")
+    ids = (("flush.X5.durable_set_vs_best", 8, 2.0), ("flush.X5.durable_set_1t_vs_best", 1, 1.0))
+    workload = (f"X5 SETs each acknowledged durable, 1 KiB random values, 16-byte keys uniform "
+                f"over {keys} loaded keys, real file; LogStore SetDurable vs Put with sync=true")
+    if not listed or len(impls) < 3:
+        reason = ("peer missing: " + "; ".join(missing)) if listed else \
+            f"bench binary {DURABLE_BINARY} is missing"
+        return [ctx.skipped(gid, workload, reason) for gid, _, _ in ids]
+    runs = ctx.run_bench(DURABLE_BINARY,
+                         f"BM_FlushX5Durable/({'|'.join(impls)})/{keys}/real_time/threads:(1|8)$",
+                         repetitions=5, min_time=0.5)
+    records = []
+    for gid, threads, goal in ids:
+        vals = {i: ctx.median(runs, f"BM_FlushX5Durable/{i}/{keys}/real_time/threads:{threads}")
+                for i in impls}
+        best = max(("rocksdb", "leveldb"), key=lambda p: vals[p])
+        ctx.progress(f"X5 durable SET {threads} thread(s): " +
+                     ", ".join(f"{i} {vals[i]/1e3:.2f}k/s" for i in impls))
+        records.append(ctx.gate(
+            gid, workload + f", {threads} writer thread(s)", threads, keys, "logstore",
+            f"best peer ({best})", vals["logstore"], vals[best], "ops/s", True, goal,
+            note=(f"LogStore {vals['logstore']/1e3:.2f}k ops/s, RocksDB "
+                  f"{vals['rocksdb']/1e3:.2f}k, LevelDB {vals['leveldb']/1e3:.2f}k; "
+                  f"LogStore / RocksDB {vals['logstore']/vals['rocksdb']:.2f}, "
+                  f"/ LevelDB {vals['logstore']/vals['leveldb']:.2f}"
+                  + ("" if ctx.full else f"; quick mode: {keys} keys, --full runs 1M"))))
     return records

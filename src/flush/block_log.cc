@@ -3,11 +3,40 @@
 
 #include "cairn/flush/block_log.h"
 
+#include <chrono>
 #include <new>
+#include <random>
 #include <string>
 #include <utility>
 
+#include "cairn/base/internal/coding.h"
+
 CAIRN_NAMESPACE_BEGIN
+namespace {
+
+// A fresh log id: random_device where it works, mixed with the clock and an
+// address so two logs made in one instant still differ.
+std::uint64_t NewLogId() noexcept {
+  std::uint64_t seed = 0;
+  try {
+    std::random_device device;
+    seed = (std::uint64_t{device()} << 32) ^ device();
+  } catch (...) {
+    // No entropy source: the clock and address below still vary.
+  }
+  char mix[24];
+  base_internal::StoreFixed<std::uint64_t>(mix, seed);
+  base_internal::StoreFixed<std::uint64_t>(
+      mix + 8,
+      static_cast<std::uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count()));
+  base_internal::StoreFixed<std::uint64_t>(
+      mix + 16,
+      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&seed)));
+  return base_internal::Checksum64(mix, sizeof(mix), 0x6c6f6769);  // "logi"
+}
+
+}  // namespace
 
 Status BlockLog::CheckBlockBytes(std::size_t block_bytes) {
   if (block_bytes < kLogMinBlockBytes || block_bytes > kLogMaxBlockBytes ||
@@ -31,12 +60,14 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Create(
   Result<std::unique_ptr<FileHandle>> file =
       env.NewFile(tmp, FileOpenMode::kCreateOrTruncate);
   if (!file.ok()) return file.status();
+  LogFileInfo info;
+  info.block_bytes = block_bytes;
+  info.log_id = NewLogId();
   std::unique_ptr<BlockLog> log(new (std::nothrow) BlockLog(
-      std::move(file).value(), path, block_bytes, options.sync));
+      std::move(file).value(), path, info, options.sync));
   if (log == nullptr) return ResourceExhaustedError("BlockLog");
   char header[kLogFileHeaderBytes];
-  EncodeLogFileHeader(block_bytes,
-                      std::span<char, kLogFileHeaderBytes>(header));
+  EncodeLogFileHeader(info, std::span<char, kLogFileHeaderBytes>(header));
   CAIRN_RETURN_IF_ERROR(
       log->file_->WriteAt(0, std::string_view(header, sizeof(header))));
   CAIRN_RETURN_IF_ERROR(log->Sync());
@@ -61,15 +92,14 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Open(
   char header[kLogFileHeaderBytes];
   Result<std::size_t> n = (*file)->ReadAt(0, header);
   if (!n.ok()) return n.status();
-  Result<std::uint64_t> block_bytes =
+  Result<LogFileInfo> info =
       DecodeLogFileHeader(std::span<const char>(header, *n));
-  if (!block_bytes.ok()) {
-    return Status(block_bytes.status().code(),
-                  std::string(block_bytes.status().message()) + ": " + path);
+  if (!info.ok()) {
+    return Status(info.status().code(),
+                  std::string(info.status().message()) + ": " + path);
   }
   std::unique_ptr<BlockLog> log(new (std::nothrow) BlockLog(
-      std::move(file).value(), path, static_cast<std::size_t>(*block_bytes),
-      options.sync));
+      std::move(file).value(), path, *info, options.sync));
   if (log == nullptr) return ResourceExhaustedError("BlockLog");
   return log;
 }
@@ -99,18 +129,6 @@ Status BlockLog::WriteHeader(const LogBlockHeader& header) {
   return file_->WriteAt(
       BlockOffset(header.block) + (header.sequence % 2) * kLogHeaderSlotBytes,
       std::string_view(slot, sizeof(slot)));
-}
-
-Status BlockLog::FlushBlock(const LogBlockHeader& header, const char* data,
-                            std::uint32_t from) {
-  if (from > header.used_bytes) {
-    return InvalidArgumentError("flush boundary moves backwards");
-  }
-  CAIRN_RETURN_IF_ERROR(
-      WriteData(header.block, from, data + from, header.used_bytes - from));
-  CAIRN_RETURN_IF_ERROR(Sync());
-  CAIRN_RETURN_IF_ERROR(WriteHeader(header));
-  return Sync();
 }
 
 Result<LogBlockHeader> BlockLog::ReadHeader(std::uint64_t block) const {
@@ -165,10 +183,11 @@ Status BlockLog::Truncate(std::uint64_t bytes) {
   return Sync();
 }
 
-LogBlockBuffer::LogBlockBuffer(std::uint64_t block,
-                               std::size_t data_bytes) noexcept
+LogBlockBuffer::LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
+                               std::uint64_t log_id) noexcept
     : block_(block),
       capacity_(data_bytes),
+      log_id_(log_id),
       data_(new (std::nothrow) char[data_bytes]) {
   if (data_ == nullptr) capacity_ = 0;
 }
@@ -177,12 +196,32 @@ std::uint32_t LogBlockBuffer::Append(LogRecordType type, std::uint32_t db,
                                      std::string_view key,
                                      std::string_view value) noexcept {
   const std::uint32_t offset = used_;
-  const std::uint32_t checksum =
-      EncodeLogRecord(type, db, key, value, data_.get() + offset);
+  const std::uint32_t checksum = EncodeLogRecord(
+      type, db, key, value, {log_id_, block_, offset}, data_.get() + offset);
   used_ += static_cast<std::uint32_t>(LogRecordBytes(key.size(), value.size()));
   ++records_;
   chain_ = LogChainChecksum(chain_, checksum);
   return offset;
+}
+
+void LogBlockBuffer::Seal() noexcept {
+  if (sealed_ || !ok()) return;
+  // Fits() kept kLogSealRecordBytes free for this.
+  (void)Append(LogRecordType::kSeal, 0, {}, {});
+  sealed_ = true;
+}
+
+void LogBlockBuffer::Resume(std::uint32_t used, std::uint32_t records,
+                            std::uint64_t chain, std::uint32_t on_disk_sequence,
+                            std::uint32_t on_disk_used) noexcept {
+  used_ = used;
+  records_ = records;
+  chain_ = chain;
+  sealed_ = false;
+  flushed = used;
+  durable = HeaderAtUsed(0);
+  sequence = on_disk_sequence;
+  header_used = on_disk_used;
 }
 
 CAIRN_NAMESPACE_END

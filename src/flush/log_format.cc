@@ -24,8 +24,11 @@ constexpr std::uint64_t kRecordSeed = 0x7265636f;  // "reco"
 constexpr std::uint64_t kChainSeed = 0x63686169;   // "chai"
 
 // File header: magic u64 | version u32 | header bytes u32 | block bytes u64
-// | checksum u64 (of the first 24 bytes).
-constexpr std::size_t kFileChecked = 24;
+// | log id u64 | checksum u64 (of the first 32 bytes).
+constexpr std::size_t kFileChecked = 32;
+// Version 1 sealed its file header after 24 bytes (no log id); decoding one
+// checks that seal, so an intact version 1 log gets kFailedPrecondition.
+constexpr std::size_t kFileCheckedV1 = 24;
 // Block header: magic u64 | version u32 | sequence u32 | block u64 |
 // used u32 | records u32 | chain u64 | checksum u64 (of the first 40 bytes).
 constexpr std::size_t kBlockChecked = 40;
@@ -34,7 +37,7 @@ constexpr std::size_t kBlockChecked = 40;
 
 }  // namespace
 
-void EncodeLogFileHeader(std::uint64_t block_bytes,
+void EncodeLogFileHeader(const LogFileInfo& info,
                          std::span<char, kLogFileHeaderBytes> out,
                          std::uint32_t version) noexcept {
   std::memset(out.data(), 0, out.size());
@@ -43,14 +46,17 @@ void EncodeLogFileHeader(std::uint64_t block_bytes,
   StoreFixed<std::uint32_t>(p + 8, version);
   StoreFixed<std::uint32_t>(p + 12,
                             static_cast<std::uint32_t>(kLogFileHeaderBytes));
-  StoreFixed<std::uint64_t>(p + 16, block_bytes);
+  StoreFixed<std::uint64_t>(p + 16, info.block_bytes);
+  StoreFixed<std::uint64_t>(p + 24, info.log_id);
   base_internal::SealRegion(p, kFileChecked, kFileSeed);
 }
 
-Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in) {
+Result<LogFileInfo> DecodeLogFileHeader(std::span<const char> in) {
   const char* p = in.data();
+  const bool v1 = in.size() >= 12 && LoadFixed<std::uint32_t>(p + 8) == 1;
   CAIRN_RETURN_IF_ERROR(base_internal::VerifySealedHeader(
-      in, kLogFileMagic, kLogFormatVersion, kFileChecked, kFileSeed,
+      in, kLogFileMagic, kLogFormatVersion, v1 ? kFileCheckedV1 : kFileChecked,
+      kFileSeed,
       {.format = "log",
        .truncated = "log file header is truncated",
        .wrong_magic = "not a cairn log: wrong magic in the file header",
@@ -61,7 +67,10 @@ Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in) {
       block_bytes % 4096 != 0) {
     return DataLossError("log file header names an invalid geometry");
   }
-  return block_bytes;
+  LogFileInfo info;
+  info.block_bytes = block_bytes;
+  info.log_id = LoadFixed<std::uint64_t>(p + 24);
+  return info;
 }
 
 void EncodeLogBlockHeader(const LogBlockHeader& header,
@@ -100,16 +109,27 @@ LogSlotState DecodeLogBlockHeader(std::span<const char> in,
 }
 
 namespace {
-std::uint32_t RecordChecksum(const char* record, std::size_t bytes) noexcept {
+// The checksum seed of a record at `seat`: its log, block and offset, so the
+// same bytes anywhere else fail their checksum.
+std::uint64_t SeatSeed(const LogRecordSeat& seat) noexcept {
+  char buffer[20];
+  StoreFixed<std::uint64_t>(buffer, seat.log_id);
+  StoreFixed<std::uint64_t>(buffer + 8, seat.block);
+  StoreFixed<std::uint32_t>(buffer + 16, seat.offset);
+  return Checksum64(buffer, sizeof(buffer), kRecordSeed);
+}
+
+std::uint32_t RecordChecksum(const char* record, std::size_t bytes,
+                             const LogRecordSeat& seat) noexcept {
   // Everything after the checksum field: type, lengths, db, key, value.
   return static_cast<std::uint32_t>(
-      Checksum64(record + 4, bytes - 4, kRecordSeed));
+      Checksum64(record + 4, bytes - 4, SeatSeed(seat)));
 }
 }  // namespace
 
 std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
                               std::string_view key, std::string_view value,
-                              char* out) noexcept {
+                              const LogRecordSeat& seat, char* out) noexcept {
   StoreFixed<std::uint8_t>(out + 4, static_cast<std::uint8_t>(type));
   StoreFixed<std::uint8_t>(out + 5, 0);
   StoreFixed<std::uint16_t>(out + 6, static_cast<std::uint16_t>(key.size()));
@@ -122,7 +142,7 @@ std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
                 value.size());
   }
   const std::uint32_t checksum =
-      RecordChecksum(out, LogRecordBytes(key.size(), value.size()));
+      RecordChecksum(out, LogRecordBytes(key.size(), value.size()), seat);
   StoreFixed<std::uint32_t>(out, checksum);
   return checksum;
 }
@@ -133,25 +153,29 @@ std::size_t LogRecordBytesFromHeader(
                         LoadFixed<std::uint32_t>(header.data() + 8));
 }
 
-Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
-                       LogRecordView* out) {
-  if (offset > data.size() || data.size() - offset < kLogRecordHeaderBytes) {
+Status DecodeLogRecord(std::span<const char> data, std::size_t at,
+                       const LogRecordSeat& seat, LogRecordView* out) {
+  if (at > data.size() || data.size() - at < kLogRecordHeaderBytes) {
     return DataLossError("log record header runs past the data");
   }
-  const char* p = data.data() + offset;
+  const char* p = data.data() + at;
   const std::uint8_t type = LoadFixed<std::uint8_t>(p + 4);
   const std::size_t key_bytes = LoadFixed<std::uint16_t>(p + 6);
   const std::size_t bytes = LogRecordBytesFromHeader(
       std::span<const char, kLogRecordHeaderBytes>(p, kLogRecordHeaderBytes));
-  if (data.size() - offset < bytes) {
+  if (data.size() - at < bytes) {
     return DataLossError("log record runs past the data");
   }
   if (type < static_cast<std::uint8_t>(LogRecordType::kSet) ||
-      type > static_cast<std::uint8_t>(LogRecordType::kFlushDb)) {
+      type > static_cast<std::uint8_t>(LogRecordType::kSeal)) {
     return DataLossError("log record has an unknown type");
   }
+  if (type == static_cast<std::uint8_t>(LogRecordType::kSeal) &&
+      bytes != kLogSealRecordBytes) {
+    return DataLossError("log seal record has a key or value");
+  }
   const std::uint32_t checksum = LoadFixed<std::uint32_t>(p);
-  if (checksum != RecordChecksum(p, bytes)) {
+  if (checksum != RecordChecksum(p, bytes, seat)) {
     return DataLossError("log record checksum mismatch");
   }
   out->type = static_cast<LogRecordType>(type);

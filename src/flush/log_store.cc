@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <new>
 #include <string>
 #include <utility>
@@ -20,6 +21,9 @@ using flush_internal::CheckpointFile;
 using flush_internal::CheckpointPath;
 
 constexpr std::uint64_t kPartitionSeed = 0x9e3779b97f4a7c15ull;
+// How far the durable boundary runs ahead of a block's header on disk
+// before a flush rewrites the header hint (docs/flush.md, Format).
+constexpr std::uint32_t kLogHintStride = 256 * 1024;
 
 std::int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -55,7 +59,7 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   auto check_new_log = [&]() -> Status {
     CAIRN_RETURN_IF_ERROR(BlockLog::CheckBlockBytes(options.block_bytes));
     if (LogRecordBytes(options.max_key_bytes, options.max_value_bytes) >
-        LogDataBytes(options.block_bytes)) {
+        LogRecordSpace(options.block_bytes)) {
       return InvalidArgumentError(
           "max_key_bytes + max_value_bytes do not fit one block");
     }
@@ -104,7 +108,7 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
                      : BlockLog::Open(log_path, log_options);
   if (!log.ok()) return std::move(log).status();
   if (LogRecordBytes(options.max_key_bytes, options.max_value_bytes) >
-      (*log)->data_bytes()) {
+      LogRecordSpace((*log)->block_bytes())) {
     return InvalidArgumentError(
         "max_key_bytes + max_value_bytes do not fit one block");
   }
@@ -190,125 +194,110 @@ Status LogStore::Recover() {
     CAIRN_RETURN_IF_ERROR(LoadCheckpoint(&start_block, &start_offset));
     recovery_.from_checkpoint = true;
   }
-  // Replay every block with a durable header from the checkpoint position.
-  std::uint64_t block = start_block;
-  std::uint32_t from = start_offset;
-  std::uint64_t durable_end = kLogFileHeaderBytes;
-  if (start_block > 0 && start_offset == 0) {
-    auto prev = log_->ReadHeader(start_block - 1);
-    if (!prev.ok()) {
-      return DataLossError("the checkpoint names block " +
-                           std::to_string(start_block) +
-                           " but the block before it has no durable header");
-    }
-    durable_end = log_->BlockOffset(start_block - 1) + kLogBlockDataOffset +
-                  prev->used_bytes;
-  }
-  for (;; ++block, from = 0) {
-    auto header = log_->ReadHeader(block);
-    if (!header.ok()) {
-      if (header.status().code() != StatusCode::kNotFound) {
-        return header.status();
-      }
-      break;
-    }
-    if (header->used_bytes < from) {
-      return DataLossError("block " + std::to_string(block) +
-                           " ends before the checkpoint position");
-    }
-    if (block > start_block || (block > 0 && start_offset == 0)) {
-      // A block before this one is complete: bytes past its boundary would
-      // be durable data its (damaged) newer header no longer covers.
-      CAIRN_RETURN_IF_ERROR(CheckTailIsEmpty(block - 1));
-    }
-    std::uint32_t used = 0;
-    CAIRN_RETURN_IF_ERROR(ReplayBlock(block, from, &used));
-    ++recovery_.blocks_replayed;
-    durable_end = log_->BlockOffset(block) + kLogBlockDataOffset + used;
-  }
-  if (block == start_block && start_offset > 0) {
-    return DataLossError("the checkpoint names block " +
-                         std::to_string(start_block) +
-                         ", which has no durable header");
-  }
-  // Past the end: no later block may hold a durable header.
   auto file_bytes = log_->FileBytes();
   if (!file_bytes.ok()) return file_bytes.status();
+  // Replay from the checkpoint position through every sealed block; the
+  // first block without a valid seal is the last one.
+  std::uint64_t block = start_block;
+  std::uint32_t from = start_offset;
+  BlockScan scan;
+  for (;; ++block, from = 0) {
+    if (block > UINT32_MAX) return ResourceExhaustedError("log is full");
+    scan = BlockScan();
+    CAIRN_RETURN_IF_ERROR(ScanBlock(block, from, *file_bytes, &scan));
+    if (scan.records > 0) ++recovery_.blocks_replayed;
+    if (!scan.sealed) break;
+  }
+  // Past the last block no header may be valid: a header names bytes an
+  // earlier sync made durable, and those come after this block's seal, so
+  // this block lost durable bytes.
   for (std::uint64_t later = block + 1; log_->BlockOffset(later) < *file_bytes;
        ++later) {
     auto header = log_->ReadHeader(later);
     if (header.ok() || header.status().code() != StatusCode::kNotFound) {
-      return DataLossError("block " + std::to_string(block) +
-                           " has no durable header but block " +
-                           std::to_string(later) + " does");
+      return DataLossError(
+          "block " + std::to_string(block) + " ends at offset " +
+          std::to_string(scan.end) + " without a seal but block " +
+          std::to_string(later) + " has a header: durable records are damaged");
     }
   }
-  // Everything checked: now cut the torn tail and start a fresh block.
+  // Everything checked: now cut the torn tail (what no valid record
+  // covers) and go on filling the last block where its records end.
+  const std::uint64_t durable_end =
+      log_->BlockOffset(block) + kLogBlockDataOffset + scan.end;
   if (*file_bytes > durable_end) {
     recovery_.torn_tail_bytes = *file_bytes - durable_end;
     CAIRN_RETURN_IF_ERROR(log_->Truncate(durable_end));
   }
-  if (block > UINT32_MAX) return ResourceExhaustedError("log is full");
-  watermark_.store(block << 32, std::memory_order_release);
+  watermark_.store((block << 32) | scan.end, std::memory_order_release);
   MutexLock lock(&log_mu_);
   auto pending = std::make_unique<PendingBlock>();
-  pending->buffer = std::make_unique<LogBlockBuffer>(block, log_->data_bytes());
+  pending->buffer = std::make_unique<LogBlockBuffer>(block, log_->data_bytes(),
+                                                     log_->log_id());
   if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
+  pending->buffer->Resume(scan.end, scan.records, scan.chain,
+                          scan.header_sequence, scan.header_used);
   blocks_.push_back(std::move(pending));
   return Status();
 }
 
-Status LogStore::CheckTailIsEmpty(std::uint64_t block) {
+Status LogStore::ScanBlock(std::uint64_t block, std::uint32_t from,
+                           std::uint64_t file_bytes, BlockScan* scan) {
   auto header = log_->ReadHeader(block);
-  if (!header.ok()) return header.status();
-  auto file_bytes = log_->FileBytes();
-  if (!file_bytes.ok()) return file_bytes.status();
+  const bool has_header = header.ok();
+  if (!has_header && header.status().code() != StatusCode::kNotFound) {
+    return header.status();
+  }
+  const std::string where = "block " + std::to_string(block);
   const std::uint64_t data_begin =
       log_->BlockOffset(block) + kLogBlockDataOffset;
-  const std::uint64_t tail_begin = data_begin + header->used_bytes;
-  const std::uint64_t tail_end =
-      std::min<std::uint64_t>(data_begin + log_->data_bytes(), *file_bytes);
-  std::string chunk;
-  for (std::uint64_t at = tail_begin; at < tail_end;) {
-    const std::size_t n = static_cast<std::size_t>(
-        std::min<std::uint64_t>(tail_end - at, 1 << 20));
-    chunk.resize(n);
-    CAIRN_RETURN_IF_ERROR(log_->ReadData(
-        block, static_cast<std::uint32_t>(at - data_begin), n, chunk.data()));
-    if (chunk.find_first_not_of('\0') != std::string::npos) {
-      return DataLossError("block " + std::to_string(block) +
-                           " holds data past its durable boundary and later "
-                           "blocks follow: its newer header is damaged");
-    }
-    at += n;
+  const std::size_t avail =
+      file_bytes > data_begin
+          ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                file_bytes - data_begin, log_->data_bytes()))
+          : 0;
+  const std::uint32_t boundary = has_header ? header->used_bytes : 0;
+  if (boundary > avail) {
+    return DataLossError(where +
+                         ": its header names bytes past the file's end");
   }
-  return Status();
-}
-
-Status LogStore::ReplayBlock(std::uint64_t block, std::uint32_t from,
-                             std::uint32_t* used) {
-  auto header = log_->ReadHeader(block);
-  if (!header.ok()) return header.status();
-  std::string data(header->used_bytes, '\0');
-  CAIRN_RETURN_IF_ERROR(
-      log_->ReadData(block, 0, header->used_bytes, data.data()));
+  std::string data(avail, '\0');
+  if (avail > 0) {
+    CAIRN_RETURN_IF_ERROR(log_->ReadData(block, 0, avail, data.data()));
+  }
   const std::span<const char> bytes(data.data(), data.size());
   std::uint32_t offset = 0;
-  std::uint32_t count = 0;
-  std::uint64_t chain = 0;
-  bool met_from = from == 0;
-  while (offset < header->used_bytes) {
+  bool met_from = false;
+  bool met_boundary = !has_header;
+  for (;;) {
     if (offset == from) met_from = true;
-    LogRecordView record;
-    Status s = DecodeLogRecord(bytes, offset, &record);
-    if (!s.ok()) {
-      return DataLossError("block " + std::to_string(block) +
-                           ", record at offset " + std::to_string(offset) +
-                           ": " + std::string(s.message()));
+    if (has_header && offset == boundary) {
+      // Below a header's boundary every record was synced before the header
+      // was written: they must all be there, matching its chain.
+      if (scan->records != header->record_count ||
+          scan->chain != header->chain_checksum) {
+        return DataLossError(where +
+                             " does not match its header's record chain");
+      }
+      met_boundary = true;
     }
-    chain = LogChainChecksum(chain, record.checksum);
-    ++count;
-    if (offset >= from) {
+    if (scan->sealed || offset >= avail) break;
+    LogRecordView record;
+    Status s = DecodeLogRecord(bytes, offset, {log_->log_id(), block, offset},
+                               &record);
+    if (!s.ok()) {
+      if (offset < boundary) {
+        return DataLossError(where + ", record at offset " +
+                             std::to_string(offset) + ": " +
+                             std::string(s.message()));
+      }
+      break;  // the end of what was written and synced: a torn tail
+    }
+    scan->chain = LogChainChecksum(scan->chain, record.checksum);
+    ++scan->records;
+    if (record.type == LogRecordType::kSeal) {
+      scan->sealed = true;
+    } else if (offset >= from) {
       const RecordLocation loc{static_cast<std::uint32_t>(block), offset,
                                record.bytes, RecordLocation::kDurable};
       CAIRN_RETURN_IF_ERROR(ApplyReplayed(record, loc));
@@ -316,15 +305,18 @@ Status LogStore::ReplayBlock(std::uint64_t block, std::uint32_t from,
     }
     offset += record.bytes;
   }
-  if (offset == from) met_from = true;
+  if (!met_boundary) {
+    return DataLossError(where + ": a record crosses its header's boundary");
+  }
   if (!met_from) {
-    return DataLossError("the checkpoint position is not a record boundary");
+    return DataLossError(where + " does not reach the checkpoint position " +
+                         std::to_string(from) + " at a record boundary");
   }
-  if (count != header->record_count || chain != header->chain_checksum) {
-    return DataLossError("block " + std::to_string(block) +
-                         " does not match its header's record chain");
+  scan->end = offset;
+  if (has_header) {
+    scan->header_sequence = header->sequence;
+    scan->header_used = header->used_bytes;
   }
-  *used = header->used_bytes;
   return Status();
 }
 
@@ -458,7 +450,8 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
       spare_buffers_.pop_back();
       buffer->Reset(next);
     } else {
-      buffer.reset(new (std::nothrow) LogBlockBuffer(next, log_->data_bytes()));
+      buffer.reset(new (std::nothrow) LogBlockBuffer(next, log_->data_bytes(),
+                                                     log_->log_id()));
       if (buffer == nullptr || !buffer->ok()) {
         return ResourceExhaustedError("block buffer");
       }
@@ -471,6 +464,8 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
     } catch (const std::bad_alloc&) {
       return ResourceExhaustedError("pending block");
     }
+    // The full block ends with its seal, so recovery goes on to the next.
+    current->buffer->Seal();
     sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
     current = blocks_.back().get();
   }
@@ -485,14 +480,45 @@ Status LogStore::MakeRoom() {
       options_.max_sealed_blocks) {
     return Status();
   }
-  // The writer flushes the waiting blocks itself. If that fails (a full
-  // disk), the write fails with the disk's error before it appends, and so
-  // does every later one until a flush succeeds: memory stays bounded.
-  return Flush();
+  // The writer flushes the waiting blocks itself (a flush attempt of its
+  // own, not the group's shortcut: the blocks must also be released). If
+  // that fails (a full disk), the write fails with the disk's error before
+  // it appends, and so does every later one until a flush succeeds: memory
+  // stays bounded.
+  MutexLock flush_lock(&flush_mu_);
+  try {
+    return FlushLocked(nullptr, /*all_headers=*/false);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("out of memory flushing the store");
+  }
 }
 
 Status LogStore::Set(std::uint32_t db, std::string_view key,
                      std::string_view value) {
+  return SetImpl(db, key, value, nullptr);
+}
+
+Status LogStore::SetDurable(std::uint32_t db, std::string_view key,
+                            std::string_view value) {
+  const std::uint64_t failures = FailuresSoFar();
+  std::uint64_t end = 0;
+  CAIRN_RETURN_IF_ERROR(SetImpl(db, key, value, &end));
+  return WaitDurable(end, failures, nullptr);
+}
+
+Status LogStore::Del(std::uint32_t db, std::string_view key) {
+  return DelImpl(db, key, nullptr);
+}
+
+Status LogStore::DelDurable(std::uint32_t db, std::string_view key) {
+  const std::uint64_t failures = FailuresSoFar();
+  std::uint64_t end = 0;
+  CAIRN_RETURN_IF_ERROR(DelImpl(db, key, &end));
+  return WaitDurable(end, failures, nullptr);
+}
+
+Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
+                         std::string_view value, std::uint64_t* end) {
   if (closed_.load(std::memory_order_acquire)) {
     return FailedPreconditionError("store is closed");
   }
@@ -535,11 +561,13 @@ Status LogStore::Set(std::uint32_t db, std::string_view key,
       receipt.offset = loc->offset;
       receipt.length = loc->length;
     }
+    if (end != nullptr) *end = EndOf(*loc);
   }
   return Status();
 }
 
-Status LogStore::Del(std::uint32_t db, std::string_view key) {
+Status LogStore::DelImpl(std::uint32_t db, std::string_view key,
+                         std::uint64_t* end) {
   if (closed_.load(std::memory_order_acquire)) {
     return FailedPreconditionError("store is closed");
   }
@@ -555,6 +583,7 @@ Status LogStore::Del(std::uint32_t db, std::string_view key) {
     auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
     if (!loc.ok()) return loc.status();
     CAIRN_CHECK(map.Erase(key) == ScanHashMapOutcome::kOk);
+    if (end != nullptr) *end = EndOf(*loc);
   }
   return Status();
 }
@@ -632,7 +661,7 @@ Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
   LogRecordView record;
   CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
       std::span<const char>(record_bytes.data(), record_bytes.size()), 0,
-      &record));
+      {log_->log_id(), loc.block, loc.offset}, &record));
   CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
   value->assign(record.value);
   return Status();
@@ -657,9 +686,9 @@ Status LogStore::Get(std::uint32_t db, std::string_view key,
         CAIRN_CHECK(loc.block >= first && loc.block - first < blocks_.size());
         const LogBlockBuffer& buffer = *blocks_[loc.block - first]->buffer;
         LogRecordView record;
-        CAIRN_RETURN_IF_ERROR(
-            DecodeLogRecord(std::span<const char>(buffer.data(), buffer.used()),
-                            loc.offset, &record));
+        CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
+            std::span<const char>(buffer.data(), buffer.used()), loc.offset,
+            {log_->log_id(), loc.block, loc.offset}, &record));
         CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
         value->assign(record.value);
         return Status();
@@ -692,70 +721,166 @@ bool LogStore::IndexSaysDurable(std::uint32_t db, std::string_view key) {
 
 Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
                          FlushReport* report) {
-  std::uint64_t target_block;
+  struct BlockWrite {
+    PendingBlock* pending = nullptr;
+    std::uint32_t from = 0;
+    LogBlockHeader snapshot;  // the block's state at the new boundary
+    bool hint = false;        // write `header`
+    LogBlockHeader header;    // names bytes an earlier sync made durable
+    std::vector<FlushReceipt> receipts;
+  };
+  std::vector<BlockWrite> writes;
+  writes.reserve(4);
+  // Everything below the newest block's snapshot is durable once this
+  // attempt succeeds (it writes every block's new bytes), also when that
+  // block is empty.
+  std::uint64_t newest = 0;
   {
     MutexLock log_lock(&log_mu_);
-    target_block = blocks_.back()->buffer->block();
-  }
-  std::size_t i = 0;
-  for (;;) {
-    PendingBlock* pending;
-    LogBlockHeader header;
-    std::uint32_t from;
-    std::vector<FlushReceipt> receipts;
-    {
-      MutexLock log_lock(&log_mu_);
-      if (i >= blocks_.size() || blocks_[i]->buffer->block() > target_block) {
-        break;
-      }
-      pending = blocks_[i].get();
+    const LogBlockBuffer& back = *blocks_.back()->buffer;
+    newest = (back.block() << 32) | back.used();
+    for (auto& pending : blocks_) {
       LogBlockBuffer& buffer = *pending->buffer;
-      if (buffer.flushed == buffer.used()) {
-        ++i;
+      const bool data = buffer.flushed < buffer.used();
+      // The hint is rewritten once the durable boundary is kLogHintStride
+      // past the header on disk, so most flushes write one contiguous
+      // range (full blocks, Checkpoint and Close write final headers).
+      const bool hint =
+          buffer.durable.used_bytes >= buffer.header_used + kLogHintStride;
+      if (!data && !hint) continue;
+      BlockWrite& w = writes.emplace_back();
+      w.pending = pending.get();
+      w.from = buffer.flushed;
+      w.snapshot = buffer.HeaderAtUsed(0);
+      w.hint = hint;
+      // The hint names what an earlier sync made durable, never the bytes
+      // this attempt writes (the crash argument in docs/flush.md).
+      w.header = buffer.durable;
+      w.header.sequence = buffer.sequence + 1;
+      w.receipts.swap(pending->receipts);
+    }
+  }
+  if (writes.empty()) {
+    // Nothing new: every block is durable up to its used bytes.
+    if (newest > watermark_.load(std::memory_order_acquire)) {
+      watermark_.store(newest, std::memory_order_release);
+    }
+    return Status();
+  }
+  // The bytes below each snapshot never change again: no lock. Every write,
+  // then one sync: the records are the commit point, the headers hints.
+  const std::int64_t start = NowNanos();
+  Status s;
+  std::uint64_t position = 0;  // the furthest record end attempted
+  for (BlockWrite& w : writes) {
+    if (w.hint) {
+      s = log_->WriteHeader(w.header);
+      if (!s.ok()) break;
+    }
+    if (w.from < w.snapshot.used_bytes) {
+      s = log_->WriteData(w.snapshot.block, w.from,
+                          w.pending->buffer->data() + w.from,
+                          w.snapshot.used_bytes - w.from);
+      if (!s.ok()) break;
+    }
+  }
+  if (s.ok()) {
+    s = log_->Sync();
+    if (report != nullptr) ++report->syncs;
+  }
+  const std::int64_t io = NowNanos() - start;
+  // Attempted positions cover every record below the last snapshot, also
+  // those of blocks a failed write never reached.
+  for (const BlockWrite& w : writes) {
+    if (w.from < w.snapshot.used_bytes) {
+      position = (w.snapshot.block << 32) | w.snapshot.used_bytes;
+    }
+  }
+  {
+    MutexLock log_lock(&log_mu_);
+    for (BlockWrite& w : writes) {
+      LogBlockBuffer& buffer = *w.pending->buffer;
+      if (!s.ok()) {
+        // Nothing advances: the retry rewrites these bytes from the buffer
+        // and writes its hint into the same slot (same sequence), so the
+        // other slot keeps the last synced header. Hand the receipts back.
+        try {
+          w.pending->receipts.insert(w.pending->receipts.begin(),
+                                     w.receipts.begin(), w.receipts.end());
+        } catch (const std::bad_alloc&) {
+          // Those entries stay unmarked; Get still finds them in memory or,
+          // once a later flush covers them, by the watermark.
+        }
         continue;
       }
-      header = buffer.HeaderAtUsed(buffer.sequence + 1);
-      from = buffer.flushed;
-      receipts.swap(pending->receipts);
+      if (w.hint) {
+        buffer.sequence = w.header.sequence;
+        buffer.header_used = w.header.used_bytes;
+      }
+      if (report != nullptr && w.from < w.snapshot.used_bytes) {
+        ++report->blocks_written;
+        report->bytes_written += w.snapshot.used_bytes - w.from;
+      }
+      buffer.flushed = w.snapshot.used_bytes;
+      buffer.durable = w.snapshot;
     }
-    // The bytes below header.used_bytes never change again: no lock.
-    const std::int64_t start = NowNanos();
-    Status s = log_->FlushBlock(header, pending->buffer->data(), from);
-    const std::int64_t io = NowNanos() - start;
+    if (s.ok()) watermark_.store(newest, std::memory_order_release);
+  }
+  if (report != nullptr) report->io_nanos += static_cast<std::uint64_t>(io);
+  {
+    // Wake the group: those whose records the sync covered, or its failure.
+    MutexLock group_lock(&group_mu_);
+    if (!s.ok() && position != 0) {
+      ++failures_;
+      failed_upto_ = position;
+      failed_status_ = s;
+    }
+  }
+  group_cv_.notify_all();
+  if (!s.ok()) return s;
+  for (BlockWrite& w : writes) {
+    if (w.receipts.empty()) continue;
+    try {
+      batches->push_back({{static_cast<std::uint32_t>(w.snapshot.block),
+                           w.snapshot.used_bytes},
+                          std::move(w.receipts)});
+    } catch (const std::bad_alloc&) {
+      // As above: the watermark covers these records.
+    }
+  }
+  return Status();
+}
+
+Status LogStore::WriteHeaders(bool all, FlushReport* report) {
+  std::vector<std::pair<LogBlockBuffer*, LogBlockHeader>> headers;
+  {
     MutexLock log_lock(&log_mu_);
-    LogBlockBuffer& buffer = *pending->buffer;
-    if (!s.ok()) {
-      // The sequence stays: the retry writes its header into the same slot,
-      // so the other slot keeps the last durable header whatever this
-      // attempt left behind.
-      // Hand the receipts back for the next attempt.
-      try {
-        pending->receipts.insert(pending->receipts.begin(), receipts.begin(),
-                                 receipts.end());
-      } catch (const std::bad_alloc&) {
-        // Those entries stay unmarked; Get still finds them in memory or,
-        // once a later flush covers them, by the watermark.
+    for (auto& pending : blocks_) {
+      LogBlockBuffer& buffer = *pending->buffer;
+      if (buffer.durable.used_bytes <= buffer.header_used) continue;
+      // Without `all`, only blocks whose last bytes are durable: their
+      // header is final.
+      if (!all && !(buffer.sealed() && buffer.flushed == buffer.used())) {
+        continue;
       }
-      return s;
+      LogBlockHeader header = buffer.durable;
+      header.sequence = buffer.sequence + 1;
+      headers.emplace_back(pending->buffer.get(), header);
     }
-    buffer.sequence = header.sequence;
-    buffer.flushed = header.used_bytes;
-    watermark_.store((header.block << 32) | header.used_bytes,
-                     std::memory_order_release);
-    if (report != nullptr) {
-      ++report->blocks_written;
-      report->bytes_written += header.used_bytes - from;
-      report->io_nanos += static_cast<std::uint64_t>(io);
-    }
-    if (!receipts.empty()) {
-      try {
-        batches->push_back(
-            {{static_cast<std::uint32_t>(header.block), header.used_bytes},
-             std::move(receipts)});
-      } catch (const std::bad_alloc&) {
-        // As above: the watermark covers these records.
-      }
-    }
+  }
+  if (headers.empty()) return Status();
+  Status s;
+  for (const auto& [buffer, header] : headers) {
+    s = log_->WriteHeader(header);
+    if (!s.ok()) return s;  // the sequence stays: the retry uses this slot
+  }
+  s = log_->Sync();
+  if (report != nullptr) ++report->syncs;
+  if (!s.ok()) return s;
+  MutexLock log_lock(&log_mu_);
+  for (const auto& [buffer, header] : headers) {
+    buffer->sequence = header.sequence;
+    buffer->header_used = header.used_bytes;
   }
   return Status();
 }
@@ -807,8 +932,11 @@ void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
 
 void LogStore::ReleaseFlushedBlocks() {
   MutexLock log_lock(&log_mu_);
+  // A full block goes once its bytes and its final header are durable.
   while (blocks_.size() > 1 &&
-         blocks_.front()->buffer->flushed == blocks_.front()->buffer->used()) {
+         blocks_.front()->buffer->flushed == blocks_.front()->buffer->used() &&
+         blocks_.front()->buffer->header_used ==
+             blocks_.front()->buffer->used()) {
     if (spare_buffers_.size() < 2) {
       try {
         spare_buffers_.push_back(std::move(blocks_.front()->buffer));
@@ -820,10 +948,13 @@ void LogStore::ReleaseFlushedBlocks() {
   }
 }
 
-Status LogStore::FlushLocked(FlushReport* report) {
+Status LogStore::FlushLocked(FlushReport* report, bool all_headers) {
   std::vector<FlushedBatch> batches;
   FlushReport local;
   Status s = FlushIo(&batches, &local);
+  // The records are durable (the group is already woken); full blocks and,
+  // with all_headers, every block then get a final header, one more sync.
+  if (s.ok()) s = WriteHeaders(all_headers, &local);
   RunPasses(batches, &local);
   ReleaseFlushedBlocks();
   AddReport(totals_, local);
@@ -835,6 +966,7 @@ void LogStore::AddReport(FlushReport& into, const FlushReport& r) {
   into.blocks_written += r.blocks_written;
   into.bytes_written += r.bytes_written;
   into.io_nanos += r.io_nanos;
+  into.syncs += r.syncs;
   into.pass_nanos += r.pass_nanos;
   into.pass.Add(r.pass);
 }
@@ -844,16 +976,71 @@ FlushReport LogStore::FlushTotals() {
   return totals_;
 }
 
+std::uint64_t LogStore::FailuresSoFar() {
+  MutexLock group_lock(&group_mu_);
+  return failures_;
+}
+
+std::uint64_t LogStore::EndOf(const RecordLocation& loc) noexcept {
+  return (std::uint64_t{loc.block} << 32) | (loc.offset + loc.length);
+}
+
 Status LogStore::Flush(FlushReport* report) {
   if (closed_.load(std::memory_order_acquire)) {
     return FailedPreconditionError("store is closed");
   }
-  MutexLock flush_lock(&flush_mu_);
-  try {
-    return FlushLocked(report);
-  } catch (const std::bad_alloc&) {
-    // In the file layer's error path; nothing more is acknowledged.
-    return ResourceExhaustedError("out of memory flushing the store");
+  const std::uint64_t failures = FailuresSoFar();
+  std::uint64_t target;
+  {
+    // The end of the last record appended: the newest block that holds one
+    // (a block just opened may be empty, its append rolled back; the
+    // watermark never names an empty block's start).
+    MutexLock log_lock(&log_mu_);
+    target = 0;
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+      const LogBlockBuffer& buffer = *(*it)->buffer;
+      if (buffer.used() > 0 || std::next(it) == blocks_.rend()) {
+        target = (buffer.block() << 32) | buffer.used();
+        break;
+      }
+    }
+  }
+  return WaitDurable(target, failures, report);
+}
+
+Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
+                             FlushReport* report) {
+  std::unique_lock<Mutex> lock(group_mu_);
+  for (;;) {
+    // A sync that covered the target and failed fails it (F2), even if a
+    // later one succeeded.
+    if (failures_ != failures && failed_upto_ >= target) return failed_status_;
+    if (watermark_.load(std::memory_order_acquire) >= target) return Status();
+    if (leader_) {
+      // A flush is in progress: it covers the target if its snapshot was
+      // taken after the append; if not, the next leader's will.
+      group_cv_.wait(lock);
+      continue;
+    }
+    leader_ = true;
+    lock.unlock();
+    Status s;
+    {
+      MutexLock flush_lock(&flush_mu_);
+      try {
+        s = FlushLocked(report, /*all_headers=*/false);
+      } catch (const std::bad_alloc&) {
+        s = ResourceExhaustedError("out of memory flushing the store");
+      }
+    }
+    lock.lock();
+    leader_ = false;
+    group_cv_.notify_all();
+    if (failures_ != failures && failed_upto_ >= target) return failed_status_;
+    if (watermark_.load(std::memory_order_acquire) >= target) return Status();
+    // The attempt failed before it wrote the target (out of memory): its
+    // error, rather than another attempt.
+    if (!s.ok()) return s;
   }
 }
 
@@ -864,6 +1051,7 @@ Status LogStore::CheckpointLocked() {
   Status s;
   try {
     s = FlushIo(&batches, &local);
+    if (s.ok()) s = WriteHeaders(/*all=*/true, &local);
     if (s.ok()) {
       std::uint64_t block;
       std::uint32_t offset;
@@ -901,8 +1089,9 @@ Status LogStore::Close() {
   MutexLock flush_lock(&flush_mu_);
   if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
   try {
-    return options_.checkpoint_on_close ? CheckpointLocked()
-                                        : FlushLocked(nullptr);
+    return options_.checkpoint_on_close
+               ? CheckpointLocked()
+               : FlushLocked(nullptr, /*all_headers=*/true);
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError("out of memory closing the store");
   }

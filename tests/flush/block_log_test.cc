@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cairn/base/internal/coding.h"
 #include "cairn/flush/log_format.h"
 #include "flush/flush_testing.h"
 #include "testing/counting_env.h"
@@ -22,6 +23,7 @@ using testing::ScratchDir;
 using testing::WriteWholeFile;
 
 constexpr std::size_t kBlock = 64 * 1024;
+constexpr std::uint64_t kLogId = 0x1d;
 
 BlockLogOptions SmallBlocks() {
   BlockLogOptions options;
@@ -29,13 +31,30 @@ BlockLogOptions SmallBlocks() {
   return options;
 }
 
-std::vector<LogRecordView> DecodeAll(const std::string& data) {
+// The flush protocol's steps for one block: its data, a sync, then a header
+// naming the synced boundary, a sync (LogStore writes the header lazily,
+// with a later flush's data; this is the eager form).
+Status DataThenHeader(BlockLog& log, LogBlockBuffer& buffer,
+                      std::uint32_t seq) {
+  CAIRN_RETURN_IF_ERROR(log.WriteData(buffer.block(), buffer.flushed,
+                                      buffer.data() + buffer.flushed,
+                                      buffer.used() - buffer.flushed));
+  CAIRN_RETURN_IF_ERROR(log.Sync());
+  buffer.flushed = buffer.used();
+  CAIRN_RETURN_IF_ERROR(log.WriteHeader(buffer.HeaderAtUsed(seq)));
+  return log.Sync();
+}
+
+std::vector<LogRecordView> DecodeAll(const std::string& data,
+                                     std::uint64_t log_id,
+                                     std::uint64_t block = 0) {
   std::vector<LogRecordView> out;
   std::size_t offset = 0;
   while (offset < data.size()) {
     LogRecordView v;
-    Status s = DecodeLogRecord(std::span<const char>(data.data(), data.size()),
-                               offset, &v);
+    Status s = DecodeLogRecord(
+        std::span<const char>(data.data(), data.size()), offset,
+        {log_id, block, static_cast<std::uint32_t>(offset)}, &v);
     EXPECT_TRUE(s.ok()) << s.message();
     if (!s.ok()) break;
     out.push_back(v);
@@ -47,26 +66,28 @@ std::vector<LogRecordView> DecodeAll(const std::string& data) {
 TEST(BlockLogTest, FlushedRecordsReadBackAfterReopen) {
   ScratchDir dir;
   const std::string path = dir.File("log");
-  LogBlockBuffer buffer(0, LogDataBytes(kBlock));
-  ASSERT_TRUE(buffer.ok());
+  std::uint64_t log_id = 0;
+  std::unique_ptr<LogBlockBuffer> buffer_owner;
   {
     auto log = BlockLog::Create(path, SmallBlocks());
     ASSERT_TRUE(log.ok()) << log.status().message();
+    log_id = (*log)->log_id();
+    buffer_owner =
+        std::make_unique<LogBlockBuffer>(0, LogDataBytes(kBlock), log_id);
+    LogBlockBuffer& buffer = *buffer_owner;
+    ASSERT_TRUE(buffer.ok());
     buffer.Append(LogRecordType::kSet, 3, "alpha", "one");
     buffer.Append(LogRecordType::kDelete, 3, "beta", "");
-    ASSERT_TRUE(
-        (*log)->FlushBlock(buffer.HeaderAtUsed(1), buffer.data(), 0).ok());
-    buffer.flushed = buffer.used();
+    ASSERT_TRUE(DataThenHeader(**log, buffer, 1).ok());
     buffer.Append(LogRecordType::kFlushDb, 7, "", "");
     buffer.Append(LogRecordType::kSet, 0, "gamma", std::string(1000, 'g'));
-    ASSERT_TRUE(
-        (*log)
-            ->FlushBlock(buffer.HeaderAtUsed(2), buffer.data(), buffer.flushed)
-            .ok());
+    ASSERT_TRUE(DataThenHeader(**log, buffer, 2).ok());
   }
+  const LogBlockBuffer& buffer = *buffer_owner;
   auto log = BlockLog::Open(path, {});
   ASSERT_TRUE(log.ok()) << log.status().message();
   EXPECT_EQ((*log)->block_bytes(), kBlock);
+  EXPECT_EQ((*log)->log_id(), log_id);
   auto header = (*log)->ReadHeader(0);
   ASSERT_TRUE(header.ok());
   EXPECT_EQ(header->sequence, 2u);
@@ -75,7 +96,7 @@ TEST(BlockLogTest, FlushedRecordsReadBackAfterReopen) {
   EXPECT_EQ(header->chain_checksum, buffer.chain_checksum());
   std::string data(header->used_bytes, '\0');
   ASSERT_TRUE((*log)->ReadData(0, 0, data.size(), data.data()).ok());
-  const auto records = DecodeAll(data);
+  const auto records = DecodeAll(data, log_id);
   ASSERT_EQ(records.size(), 4u);
   EXPECT_EQ(records[0].type, LogRecordType::kSet);
   EXPECT_EQ(records[0].db, 3u);
@@ -97,20 +118,16 @@ TEST(BlockLogTest, FlushedRecordsReadBackAfterReopen) {
 TEST(BlockLogTest, TornHeaderFallsBackToTheOtherSlot) {
   ScratchDir dir;
   const std::string path = dir.File("log");
-  LogBlockBuffer buffer(0, LogDataBytes(kBlock));
+  LogBlockBuffer buffer(0, LogDataBytes(kBlock), kLogId);
   std::uint32_t first_boundary = 0;
   {
     auto log = BlockLog::Create(path, SmallBlocks());
     ASSERT_TRUE(log.ok());
     buffer.Append(LogRecordType::kSet, 0, "k1", "v1");
-    ASSERT_TRUE(
-        (*log)->FlushBlock(buffer.HeaderAtUsed(1), buffer.data(), 0).ok());
+    ASSERT_TRUE(DataThenHeader(**log, buffer, 1).ok());
     first_boundary = buffer.used();
     buffer.Append(LogRecordType::kSet, 0, "k2", "v2");
-    ASSERT_TRUE(
-        (*log)
-            ->FlushBlock(buffer.HeaderAtUsed(2), buffer.data(), first_boundary)
-            .ok());
+    ASSERT_TRUE(DataThenHeader(**log, buffer, 2).ok());
   }
   std::string bytes = ReadWholeFile(path);
   // Sequence 2 lives in slot 0 of block 0: tear it.
@@ -129,7 +146,7 @@ TEST(BlockLogTest, DataWithoutHeaderIsNotABlock) {
   ScratchDir dir;
   auto log = BlockLog::Create(dir.File("log"), SmallBlocks());
   ASSERT_TRUE(log.ok());
-  LogBlockBuffer buffer(0, LogDataBytes(kBlock));
+  LogBlockBuffer buffer(0, LogDataBytes(kBlock), (*log)->log_id());
   buffer.Append(LogRecordType::kSet, 0, "k", "v");
   ASSERT_TRUE((*log)->WriteData(0, 0, buffer.data(), buffer.used()).ok());
   EXPECT_EQ((*log)->ReadHeader(0).status().code(), StatusCode::kNotFound);
@@ -169,14 +186,27 @@ TEST(BlockLogTest, BadFilesGetClearStatus) {
   EXPECT_EQ(BlockLog::Open(dir.File("damaged"), {}).status().code(),
             StatusCode::kDataLoss);
   // Another version.
-  std::string v2(kLogFileHeaderBytes, '\0');
+  std::string v3(kLogFileHeaderBytes, '\0');
   EncodeLogFileHeader(
-      kBlock,
-      std::span<char, kLogFileHeaderBytes>(v2.data(), kLogFileHeaderBytes), 2);
-  WriteWholeFile(dir.File("v2"), v2);
-  auto newer = BlockLog::Open(dir.File("v2"), {});
+      {kBlock, 7},
+      std::span<char, kLogFileHeaderBytes>(v3.data(), kLogFileHeaderBytes), 3);
+  WriteWholeFile(dir.File("v3"), v3);
+  auto newer = BlockLog::Open(dir.File("v3"), {});
   EXPECT_EQ(newer.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(newer.status().message().find("version 2"), std::string_view::npos);
+  EXPECT_NE(newer.status().message().find("version 3"), std::string_view::npos);
+  // An intact version 1 log (its header sealed after 24 bytes, no log id)
+  // is refused as another version, not as damage.
+  std::string v1(kLogFileHeaderBytes, '\0');
+  base_internal::StoreFixed<std::uint64_t>(v1.data(), kLogFileMagic);
+  base_internal::StoreFixed<std::uint32_t>(v1.data() + 8, 1);
+  base_internal::StoreFixed<std::uint32_t>(v1.data() + 12, 4096);
+  base_internal::StoreFixed<std::uint64_t>(v1.data() + 16, kBlock);
+  base_internal::SealRegion(v1.data(), 24, 0x66696c65);  // v1's "file" seed
+  WriteWholeFile(dir.File("v1"), v1);
+  auto older = BlockLog::Open(dir.File("v1"), {});
+  EXPECT_EQ(older.status().code(), StatusCode::kFailedPrecondition)
+      << older.status().message();
+  EXPECT_NE(older.status().message().find("version 1"), std::string_view::npos);
 }
 
 TEST(BlockLogTest, WrongVersionBlockHeaderIsReported) {
@@ -202,25 +232,27 @@ TEST(BlockLogTest, WrongVersionBlockHeaderIsReported) {
 }
 
 TEST(BlockLogTest, CorruptOrTruncatedRecordsAreDataLoss) {
-  LogBlockBuffer buffer(0, 4096);
+  LogBlockBuffer buffer(0, 4096, kLogId);
   buffer.Append(LogRecordType::kSet, 1, "key", "value");
   std::string data(buffer.data(), buffer.used());
   LogRecordView v;
-  ASSERT_TRUE(
-      DecodeLogRecord(std::span<const char>(data.data(), data.size()), 0, &v)
-          .ok());
+  const LogRecordSeat seat{kLogId, 0, 0};
+  ASSERT_TRUE(DecodeLogRecord(std::span<const char>(data.data(), data.size()),
+                              0, seat, &v)
+                  .ok());
   for (std::size_t i = 0; i < data.size(); ++i) {
     std::string bad = data;
     bad[i] ^= 0x10;
-    EXPECT_EQ(
-        DecodeLogRecord(std::span<const char>(bad.data(), bad.size()), 0, &v)
-            .code(),
-        StatusCode::kDataLoss)
+    EXPECT_EQ(DecodeLogRecord(std::span<const char>(bad.data(), bad.size()), 0,
+                              seat, &v)
+                  .code(),
+              StatusCode::kDataLoss)
         << "flipped byte " << i;
   }
   for (std::size_t cut = 0; cut < data.size(); ++cut) {
     EXPECT_EQ(
-        DecodeLogRecord(std::span<const char>(data.data(), cut), 0, &v).code(),
+        DecodeLogRecord(std::span<const char>(data.data(), cut), 0, seat, &v)
+            .code(),
         StatusCode::kDataLoss);
   }
   // Reading past the end of the file is data loss, not garbage.
@@ -234,9 +266,41 @@ TEST(BlockLogTest, CorruptOrTruncatedRecordsAreDataLoss) {
             StatusCode::kInvalidArgument);
 }
 
+// A record validates only at the seat it was written for: the same bytes
+// read as if at another offset, another block or in another log fail their
+// checksum, so bytes an earlier write left elsewhere never pass as a record
+// here (planted bug: seeding the checksum without the seat makes every
+// case below decode).
+TEST(BlockLogTest, RecordValidatesOnlyAtItsSeat) {
+  LogBlockBuffer buffer(5, 4096, kLogId);
+  buffer.Append(LogRecordType::kSet, 1, "pad", "");
+  const std::uint32_t at = buffer.Append(LogRecordType::kSet, 1, "key", "v");
+  buffer.Seal();
+  EXPECT_TRUE(buffer.sealed());
+  EXPECT_FALSE(buffer.Fits(1));
+  const std::string data(buffer.data() + at, buffer.used() - at);
+  const std::span<const char> bytes(data.data(), data.size());
+  LogRecordView v;
+  ASSERT_TRUE(DecodeLogRecord(bytes, 0, {kLogId, 5, at}, &v).ok());
+  EXPECT_EQ(v.key, "key");
+  EXPECT_EQ(DecodeLogRecord(bytes, 0, {kLogId, 5, 0}, &v).code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeLogRecord(bytes, 0, {kLogId, 6, at}, &v).code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeLogRecord(bytes, 0, {kLogId + 1, 5, at}, &v).code(),
+            StatusCode::kDataLoss);
+  // The seal is a record of its own, bound to its seat like the others.
+  const std::uint32_t seal_at = buffer.used() - kLogSealRecordBytes;
+  ASSERT_TRUE(
+      DecodeLogRecord(bytes, seal_at - at, {kLogId, 5, seal_at}, &v).ok());
+  EXPECT_EQ(v.type, LogRecordType::kSeal);
+  EXPECT_EQ(DecodeLogRecord(bytes, seal_at - at, {kLogId, 6, 0}, &v).code(),
+            StatusCode::kDataLoss);
+}
+
 // Every byte and every sync of the log goes through BlockLogOptions::env:
-// the Env sees the two writes and two syncs of each flush, and a sync or
-// write it fails comes back from FlushBlock, leaving the previous header.
+// the Env sees each write and sync, and a sync or write it fails comes back,
+// leaving the previous header in force.
 TEST(BlockLogTest, IoGoesThroughTheEnvAndItsFailuresComeBack) {
   ScratchDir dir;
   CountingEnv env;
@@ -249,32 +313,28 @@ TEST(BlockLogTest, IoGoesThroughTheEnvAndItsFailuresComeBack) {
   EXPECT_EQ(env.count(EnvCall::kWriteAt), 1u);  // the file header
   EXPECT_EQ(env.count(EnvCall::kSync), 1u);
 
-  LogBlockBuffer buffer(0, LogDataBytes(kBlock));
+  LogBlockBuffer buffer(0, LogDataBytes(kBlock), (*log)->log_id());
   buffer.Append(LogRecordType::kSet, 1, "alpha", "one");
-  ASSERT_TRUE(
-      (*log)->FlushBlock(buffer.HeaderAtUsed(1), buffer.data(), 0).ok());
-  buffer.flushed = buffer.used();
+  ASSERT_TRUE(DataThenHeader(**log, buffer, 1).ok());
   EXPECT_EQ(env.count(EnvCall::kWriteAt), 3u);  // data, header
   EXPECT_EQ(env.count(EnvCall::kSync), 3u);     // after each
 
-  // The data's sync fails: FlushBlock reports it and writes no header.
+  // The data's sync fails: it comes back, and no header is written.
   buffer.Append(LogRecordType::kSet, 1, "beta", "two");
   env.FailNth(EnvCall::kSync, 1, InternalError("injected sync failure"));
-  Status failed =
-      (*log)->FlushBlock(buffer.HeaderAtUsed(2), buffer.data(), buffer.flushed);
+  const std::uint32_t durable = buffer.flushed;
+  Status failed = DataThenHeader(**log, buffer, 2);
   EXPECT_EQ(failed.message(), "injected sync failure");
   EXPECT_EQ(env.count(EnvCall::kWriteAt), 4u);
+  buffer.flushed = durable;
   // Retried, its header write tears after 20 bytes, inside the checked
   // fields: slot 0 does not decode, so slot 1's header stays in force.
   env.TearNth(EnvCall::kWriteAt, 2, 20);
-  EXPECT_FALSE(
-      (*log)
-          ->FlushBlock(buffer.HeaderAtUsed(2), buffer.data(), buffer.flushed)
-          .ok());
+  EXPECT_FALSE(DataThenHeader(**log, buffer, 2).ok());
   auto header = (*log)->ReadHeader(0);
   ASSERT_TRUE(header.ok());
   EXPECT_EQ(header->sequence, 1u);
-  EXPECT_EQ(header->used_bytes, buffer.flushed);
+  EXPECT_EQ(header->used_bytes, durable);
   EXPECT_GE(env.count(EnvCall::kReadAt, path), 1u);
 
   // Open reads through the Env too, and its failure comes back.

@@ -52,7 +52,17 @@ int main(int argc, char** argv) {
     cairn::Status s;
     switch (op.kind) {
       case cairn::testing::CrashOp::kSet:
-        s = (*store)->Set(op.db, op.key, op.value);
+        if (!op.durable) {
+          s = (*store)->Set(op.db, op.key, op.value);
+          break;
+        }
+        s = (*store)->SetDurable(op.db, op.key, op.value);
+        if (s.ok()) {
+          const std::uint64_t durable = i + 1;
+          if (::write(ack_fd, &durable, sizeof(durable)) != sizeof(durable)) {
+            return 4;
+          }
+        }
         break;
       case cairn::testing::CrashOp::kDel:
         s = (*store)->Del(op.db, op.key);

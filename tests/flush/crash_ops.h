@@ -22,6 +22,8 @@ struct CrashOp {
   std::uint32_t db = 0;
   std::string key;
   std::string value;
+  // A kSet the child makes with SetDurable, and acknowledges like a flush.
+  bool durable = false;
 };
 
 class CrashOpStream {
@@ -35,6 +37,7 @@ class CrashOpStream {
     op.key = "k" + std::to_string(rng_() % kCrashKeys);
     if (r < 700) {
       op.kind = CrashOp::kSet;
+      op.durable = rng_() % 10 == 0;
       // Mostly small values, some up to 6000 bytes (many span blocks).
       const std::size_t size = rng_() % 4 == 0 ? rng_() % 6000 : rng_() % 200;
       op.value.resize(size);

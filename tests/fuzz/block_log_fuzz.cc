@@ -104,12 +104,16 @@ std::string ReadFile(const std::string& path) {
 
 std::string Key(std::uint8_t b) { return "k" + std::to_string(b % 16); }
 
-// A valid file header, then block 0 framed from the input: records with
-// valid checksums, a header slot naming them, then damage the input asks
-// for (a boundary moved, a byte flipped, a second block's header).
+// A valid file header (format v2, log id kLogId), then block 0 framed from
+// the input: records with valid checksums for their seats, sometimes a seal
+// record, a header slot naming a prefix of them (headers are hints that may
+// lag), then damage the input asks for (a boundary moved, a byte flipped, a
+// second block's header or records).
+constexpr std::uint64_t kLogId = 0x5eed;
+
 std::string FramedLog(Input& in, std::set<std::string>* keys) {
   std::string file(cairn::kLogFileHeaderBytes + kBlockBytes, '\0');
-  cairn::EncodeLogFileHeader(kBlockBytes,
+  cairn::EncodeLogFileHeader({kBlockBytes, kLogId},
                              std::span<char, cairn::kLogFileHeaderBytes>(
                                  file.data(), cairn::kLogFileHeaderBytes));
   char* data =
@@ -118,7 +122,12 @@ std::string FramedLog(Input& in, std::set<std::string>* keys) {
   std::uint32_t used = 0;
   std::uint32_t count = 0;
   std::uint64_t chain = 0;
+  // The header names the state after `named` records.
+  std::uint32_t named_used = 0;
+  std::uint32_t named_count = 0;
+  std::uint64_t named_chain = 0;
   const int records = in.Byte() % 24;
+  const int named = records == 0 ? 0 : in.Byte() % (records + 1);
   for (int i = 0; i < records; ++i) {
     const std::uint8_t kind = in.Byte();
     const auto type = static_cast<cairn::LogRecordType>(1 + kind % 3);
@@ -127,27 +136,42 @@ std::string FramedLog(Input& in, std::set<std::string>* keys) {
     const std::string value = in.Bytes(in.Byte() % 40);
     keys->insert(key);
     const std::size_t bytes = cairn::LogRecordBytes(key.size(), value.size());
-    if (used + bytes > data_bytes) break;
+    if (used + bytes > cairn::LogRecordSpace(kBlockBytes)) break;
+    const cairn::LogRecordSeat seat{kLogId, 0, used};
     const std::uint32_t sum = cairn::EncodeLogRecord(
         type, db, type == cairn::LogRecordType::kFlushDb ? "" : key,
-        type == cairn::LogRecordType::kSet ? value : "", data + used);
+        type == cairn::LogRecordType::kSet ? value : "", seat, data + used);
     // A record's encoded size follows what was encoded.
     cairn::LogRecordView view;
     if (!cairn::DecodeLogRecord(std::span<const char>(data, data_bytes), used,
-                                &view)
+                                seat, &view)
              .ok()) {
       break;
     }
     used += view.bytes;
     ++count;
     chain = cairn::LogChainChecksum(chain, sum);
+    if (i + 1 == named) {
+      named_used = used;
+      named_count = count;
+      named_chain = chain;
+    }
+  }
+  const std::uint8_t shape = in.Byte();
+  if (shape & 1) {  // a seal ends block 0; recovery goes on to block 1
+    const std::uint32_t sum = cairn::EncodeLogRecord(
+        cairn::LogRecordType::kSeal, 0, "", "", {kLogId, 0, used}, data + used);
+    used += static_cast<std::uint32_t>(cairn::kLogSealRecordBytes);
+    ++count;
+    chain = cairn::LogChainChecksum(chain, sum);
   }
   cairn::LogBlockHeader header;
   header.block = 0;
   header.sequence = 1 + in.Byte() % 3;
-  header.used_bytes = used;
-  header.record_count = count;
-  header.chain_checksum = chain;
+  // Usually a lagging hint; sometimes every record, the seal included.
+  header.used_bytes = (shape & 2) ? used : named_used;
+  header.record_count = (shape & 2) ? count : named_count;
+  header.chain_checksum = (shape & 2) ? chain : named_chain;
   const std::uint8_t damage = in.Byte();
   if (damage & 1) header.used_bytes += static_cast<std::int8_t>(in.Byte());
   if (damage & 2) header.record_count += static_cast<std::int8_t>(in.Byte());
@@ -161,11 +185,27 @@ std::string FramedLog(Input& in, std::set<std::string>* keys) {
     file[at] = static_cast<char>(file[at] ^ (1 + in.Byte() % 255));
   }
   if (damage & 8) file.resize(file.size() - in.U32() % kBlockBytes);
-  if (damage & 16) {  // a second block, its header naming it
+  if (damage & 16) {  // a second block: a record, its header naming it
     std::string block(kBlockBytes, '\0');
+    const std::uint64_t index = 1 + (damage >> 6);  // sometimes the wrong one
+    const std::string key = Key(in.Byte());
+    keys->insert(key);
+    const std::uint32_t sum = cairn::EncodeLogRecord(
+        cairn::LogRecordType::kSet, 0, key, in.Bytes(in.Byte() % 40),
+        {kLogId, index, 0}, block.data() + cairn::kLogBlockDataOffset);
     cairn::LogBlockHeader next;
-    next.block = 1 + (damage >> 6);  // sometimes the wrong index
+    next.block = index;
     next.sequence = 1;
+    if (shape & 4) {
+      cairn::LogRecordView view;
+      (void)cairn::DecodeLogRecord(
+          std::span<const char>(block.data() + cairn::kLogBlockDataOffset,
+                                cairn::LogDataBytes(kBlockBytes)),
+          0, {kLogId, index, 0}, &view);
+      next.used_bytes = view.bytes;
+      next.record_count = 1;
+      next.chain_checksum = cairn::LogChainChecksum(0, sum);
+    }
     cairn::EncodeLogBlockHeader(next,
                                 std::span<char, cairn::kLogHeaderSlotBytes>(
                                     block.data() + cairn::kLogHeaderSlotBytes,

@@ -6,16 +6,17 @@
 // with fdatasync, all through an Env (cairn/base/env.h); and LogBlockBuffer,
 // the in-memory image of the block being filled.
 //
-// Flush protocol (FlushBlock): write the block's data from its last flushed
-// boundary to the new one; fdatasync; write a header naming the new boundary
-// into slot (sequence % 2); fdatasync. When FlushBlock returns OK every
-// record below the new boundary is durable. A crash before the header sync
-// leaves the previous header (the other slot) in force, so recovery sees the
-// old boundary and treats the bytes above it as a torn tail.
+// Flush protocol (the host's, e.g. LogStore's): write the new records of
+// every block being flushed (data from its last durable boundary up to the
+// new one) and, as a hint, each block's header naming the boundary an
+// earlier sync made durable; then one Sync. The records are the commit
+// point: they validate themselves (log_format.h), so when Sync returns OK
+// every record written before it is durable and recovery finds it; a header
+// never vouches for bytes its own sync is still making durable.
 //
 // Thread safety: BlockLog's reads (ReadHeader, ReadData, FileBytes) may run
 // on any number of threads, concurrently with one writer; the writes
-// (FlushBlock, WriteData, WriteHeader, Sync, Truncate) must come from one
+// (WriteData, WriteHeader, Sync, Truncate) must come from one
 // thread at a time (the host serialises its flushes). Reads and writes of
 // distinct byte ranges need no lock (FileHandle allows them concurrently).
 // All calls may block on I/O. A
@@ -43,7 +44,7 @@ struct BlockLogOptions {
   // Block size in bytes, a multiple of 4096 in [kLogMinBlockBytes,
   // kLogMaxBlockBytes]; 8 MiB by default. Fixed when the file is created.
   std::size_t block_bytes = kLogDefaultBlockBytes;
-  // fdatasync at both sync points. false skips the syncs: records then
+  // fdatasync at each sync point. false skips the syncs: records then
   // survive a process crash (they are in the page cache) but not a power
   // loss. For tests and benches that measure the CPU path.
   bool sync = true;
@@ -57,13 +58,13 @@ struct BlockLogOptions {
 
 class BlockLog {
  public:
-  // Creates a new log file (kAlreadyExists if `path` exists): the file
-  // header is written and synced under `path`.tmp, which is then renamed to
-  // `path` and the directory synced, so a crash leaves either no log or a
-  // whole one. kInvalidArgument for a bad block size; the Env's error
-  // (kInternal with errno text, kResourceExhausted for a full disk) if the
-  // file cannot be created or written. The caller owns the directory: two
-  // creators of one path at once are not detected (LogStore holds a lock).
+  // Creates a new log file (kAlreadyExists if `path` exists) with a fresh
+  // random log id: the file header is written and synced under `path`.tmp,
+  // which is then renamed to `path` and the directory synced, so a crash leaves
+  // either no log or a whole one. kInvalidArgument for a bad block size; the
+  // Env's error (kInternal with errno text, kResourceExhausted for a full disk)
+  // if the file cannot be created or written. The caller owns the directory:
+  // two creators of one path at once are not detected (LogStore holds a lock).
   static Result<std::unique_ptr<BlockLog>> Create(
       const std::string& path, const BlockLogOptions& options);
   // Create's block size check, for callers that must validate before they
@@ -84,19 +85,18 @@ class BlockLog {
   std::size_t block_bytes() const noexcept { return block_bytes_; }
   std::size_t data_bytes() const noexcept { return LogDataBytes(block_bytes_); }
   const std::string& path() const noexcept { return path_; }
+  // The id every record checksum of this log is seeded with.
+  std::uint64_t log_id() const noexcept { return log_id_; }
   // File offset of a block's first header slot.
   std::uint64_t BlockOffset(std::uint64_t block) const noexcept {
     return kLogFileHeaderBytes + block * block_bytes_;
   }
 
-  // The flush protocol for one block (see the top of this file): writes
-  // data[from, header.used_bytes) of the block's data area, syncs, writes
-  // `header` into slot header.sequence % 2, syncs. `data` is the start of
-  // the block's data area. kInternal (kResourceExhausted for a full disk) on an
-  // I/O error (the block's state on disk is then its previous header's).
-  Status FlushBlock(const LogBlockHeader& header, const char* data,
-                    std::uint32_t from);
-  // The steps of FlushBlock, for tests that stop between them.
+  // The steps of the flush protocol (see the top of this file). WriteData
+  // writes `bytes` of a block's data area at `offset`; WriteHeader writes
+  // `header` into slot header.sequence % 2; Sync is fdatasync (nothing when
+  // options.sync is false). kInternal (kResourceExhausted for a full disk)
+  // on an I/O error.
   Status WriteData(std::uint64_t block, std::uint32_t offset, const char* data,
                    std::size_t bytes);
   Status WriteHeader(const LogBlockHeader& header);
@@ -117,26 +117,32 @@ class BlockLog {
 
  private:
   BlockLog(std::unique_ptr<FileHandle> file, std::string path,
-           std::size_t block_bytes, bool sync)
+           const LogFileInfo& info, bool sync)
       : file_(std::move(file)),
         path_(std::move(path)),
-        block_bytes_(block_bytes),
+        block_bytes_(info.block_bytes),
+        log_id_(info.log_id),
         sync_(sync) {}
 
   const std::unique_ptr<FileHandle> file_;
   const std::string path_;
   const std::size_t block_bytes_;
+  const std::uint64_t log_id_;
   const bool sync_;
 };
 
 // The in-memory image of one block's data area while it fills. Records are
 // appended at the end; bytes below used() never change again, so a flusher
 // may write them while later appends continue (under the host's lock).
+// Records other than the seal use at most LogRecordSpace bytes, so Seal()
+// always fits.
 class LogBlockBuffer {
  public:
-  // Allocates data_bytes (the block's data area). Check ok() afterwards: a
-  // failed allocation leaves a buffer that accepts nothing.
-  LogBlockBuffer(std::uint64_t block, std::size_t data_bytes) noexcept;
+  // Allocates data_bytes (the block's data area) for a block of the log
+  // `log_id`. Check ok() afterwards: a failed allocation leaves a buffer
+  // that accepts nothing.
+  LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
+                 std::uint64_t log_id) noexcept;
   LogBlockBuffer(const LogBlockBuffer&) = delete;
   LogBlockBuffer& operator=(const LogBlockBuffer&) = delete;
 
@@ -147,13 +153,25 @@ class LogBlockBuffer {
   std::uint32_t record_count() const noexcept { return records_; }
   std::uint64_t chain_checksum() const noexcept { return chain_; }
   std::size_t capacity() const noexcept { return capacity_; }
+  bool sealed() const noexcept { return sealed_; }
   bool Fits(std::size_t record_bytes) const noexcept {
-    return ok() && record_bytes <= capacity_ - used_;
+    return ok() && !sealed_ && capacity_ >= kLogSealRecordBytes &&
+           record_bytes <= capacity_ - kLogSealRecordBytes - used_;
   }
   // Appends one record (the caller checked Fits and the limits) and
   // returns its offset in the data area.
   std::uint32_t Append(LogRecordType type, std::uint32_t db,
                        std::string_view key, std::string_view value) noexcept;
+  // Appends the seal record; nothing fits afterwards.
+  void Seal() noexcept;
+  // Continues a block recovery found durable up to `used`, holding
+  // `records` records with chain `chain`: later appends go above it. The
+  // bytes below `used` are not in the buffer (they are on disk, durable);
+  // `on_disk_sequence` and `on_disk_used` describe the block's newest header
+  // on disk (0 and 0 if none).
+  void Resume(std::uint32_t used, std::uint32_t records, std::uint64_t chain,
+              std::uint32_t on_disk_sequence,
+              std::uint32_t on_disk_used) noexcept;
   // The state before an append, to undo that append (Rollback) while no
   // one else appended or flushed since (the host's lock held throughout).
   struct Mark {
@@ -167,29 +185,36 @@ class LogBlockBuffer {
     records_ = m.records;
     chain_ = m.chain;
   }
-  // Empties the buffer for reuse as `block`.
+  // Empties the buffer for reuse as `block` of the same log.
   void Reset(std::uint64_t block) noexcept {
     block_ = block;
     used_ = records_ = 0;
     chain_ = 0;
-    flushed = sequence = 0;
+    sealed_ = false;
+    flushed = 0;
+    durable = {};
+    sequence = header_used = 0;
   }
-  // The header a flush up to used() writes.
+  // The header naming the block's state at used() (a flush's snapshot).
   LogBlockHeader HeaderAtUsed(std::uint32_t seq) const noexcept {
     return {block_, seq, used_, records_, chain_};
   }
 
   // Flush bookkeeping, kept by the flusher.
-  std::uint32_t flushed = 0;   // durable boundary
-  std::uint32_t sequence = 0;  // last header sequence written
+  std::uint32_t flushed = 0;      // durable boundary (== durable.used_bytes)
+  LogBlockHeader durable;         // the block's state at `flushed`
+  std::uint32_t sequence = 0;     // sequence of the newest synced header
+  std::uint32_t header_used = 0;  // the boundary that header names
 
  private:
   std::uint64_t block_;
   std::size_t capacity_;
+  std::uint64_t log_id_;
   std::unique_ptr<char[]> data_;
   std::uint32_t used_ = 0;
   std::uint32_t records_ = 0;
   std::uint64_t chain_ = 0;
+  bool sealed_ = false;
 };
 
 CAIRN_NAMESPACE_END

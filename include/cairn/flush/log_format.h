@@ -1,21 +1,33 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// The on-disk format of cairn's block log (docs/flush.md has the picture).
+// The on-disk format of cairn's block log, version 2 (docs/flush.md has the
+// picture and the crash argument).
 //
-//   file   = file header (4 KiB) | block 0 | block 1 | ...
+//   file   = file header (4 KiB: block size, a random log id) | block 0 | ...
 //   block  = header slot 0 (4 KiB) | header slot 1 (4 KiB) | data area
-//   data   = record | record | ...          (records never span blocks)
+//   data   = record | record | ... | seal record     (records never span)
 //   record = 16-byte record header | key bytes | value bytes
 //
-// A block is flushed in steps: its data from the last flushed boundary to
-// the new one is written and synced, then a block header naming the new
-// boundary is written to slot (sequence % 2) and synced. A header torn by a
-// crash therefore leaves the other slot, with the previous boundary, intact.
-// Each record carries a 32-bit checksum over its own header fields, key and
-// value; each block header carries the chain of its records' checksums up to
-// its boundary and a checksum of its own fields. Every integer is stored
-// little-endian (the only byte order cairn builds for).
+// Records validate themselves: each record's 32-bit checksum covers its
+// header fields, key and value and is seeded with its seat, the log id and
+// the (block, offset) it was written at, so a record is valid only at the
+// place it was written in the log it was written to. Bytes left by an
+// earlier write elsewhere, another log's bytes and garbage do not pass. A
+// block that is full ends with a seal record (type kSeal, no key or value);
+// every block keeps room for it.
+//
+// The commit point is the record bytes: a flush writes the new records and
+// issues one sync. A block header is a hint that names a boundary whose
+// bytes an earlier sync already made durable (with the count and chained
+// checksums of the records below it); it is rewritten lazily, in slot
+// (sequence % 2), alongside a later flush's data. Recovery requires every
+// record below the newest valid header's boundary to be valid and to match
+// its chain (else kDataLoss), then accepts the contiguous valid records past
+// it; a seal record ends the block and recovery goes on in the next one.
+// Every integer is stored little-endian (the only byte order cairn builds
+// for). All encoding and decoding of the format is in this header and
+// log_format.cc.
 //
 // Thread safety: pure functions over caller buffers; any thread.
 
@@ -36,7 +48,7 @@ inline constexpr std::uint64_t kLogFileMagic =
     0x474f4c4e52494143ull;  // "CAIRNLOG"
 inline constexpr std::uint64_t kLogBlockMagic =
     0x4b4c424e52494143ull;  // "CAIRNBLK"
-inline constexpr std::uint32_t kLogFormatVersion = 1;
+inline constexpr std::uint32_t kLogFormatVersion = 2;
 inline constexpr std::size_t kLogFileHeaderBytes = 4096;
 inline constexpr std::size_t kLogHeaderSlotBytes = 4096;
 // Offset of the data area inside a block: two header slots.
@@ -45,6 +57,8 @@ inline constexpr std::size_t kLogDefaultBlockBytes = std::size_t{8} << 20;
 inline constexpr std::size_t kLogMinBlockBytes = kLogBlockDataOffset + 4096;
 inline constexpr std::size_t kLogMaxBlockBytes = std::size_t{1} << 30;
 inline constexpr std::size_t kLogRecordHeaderBytes = 16;
+// Bytes of a seal record; every block keeps this much room for one.
+inline constexpr std::size_t kLogSealRecordBytes = kLogRecordHeaderBytes;
 // Hard limits of the format (u16 key length); a store may set lower ones.
 inline constexpr std::size_t kLogMaxKeyBytes = 65535;
 
@@ -52,6 +66,22 @@ enum class LogRecordType : std::uint8_t {
   kSet = 1,      // db, key, value
   kDelete = 2,   // db, key
   kFlushDb = 3,  // db
+  kSeal = 4,     // the last record of a full block; no db, key or value
+};
+
+// What the file header holds.
+struct LogFileInfo {
+  std::uint64_t block_bytes = 0;
+  // Random, chosen when the log is created; seeds every record checksum.
+  std::uint64_t log_id = 0;
+};
+
+// Where a record sits: the log it belongs to, its block and its offset in
+// that block's data area. Its checksum is seeded with all three.
+struct LogRecordSeat {
+  std::uint64_t log_id = 0;
+  std::uint64_t block = 0;
+  std::uint32_t offset = 0;
 };
 
 // The fixed fields of a block header (one slot).
@@ -89,16 +119,20 @@ constexpr std::size_t LogRecordBytes(std::size_t key_bytes,
 constexpr std::size_t LogDataBytes(std::size_t block_bytes) noexcept {
   return block_bytes - kLogBlockDataOffset;
 }
+// Bytes of a block's data area that records other than the seal may use.
+constexpr std::size_t LogRecordSpace(std::size_t block_bytes) noexcept {
+  return LogDataBytes(block_bytes) - kLogSealRecordBytes;
+}
 
 // Writes the file header into out[0, kLogFileHeaderBytes).
 // `version` is for tests that write another format version.
-void EncodeLogFileHeader(std::uint64_t block_bytes,
+void EncodeLogFileHeader(const LogFileInfo& info,
                          std::span<char, kLogFileHeaderBytes> out,
                          std::uint32_t version = kLogFormatVersion) noexcept;
-// The block size a file header names. kDataLoss if the magic or checksum is
-// wrong (not a cairn log, or damaged), kFailedPrecondition for another
-// format version, kDataLoss for a block size out of range.
-Result<std::uint64_t> DecodeLogFileHeader(std::span<const char> in);
+// What a file header says. kDataLoss if the magic or checksum is wrong (not
+// a cairn log, or damaged), kFailedPrecondition for another format version,
+// kDataLoss for a block size out of range.
+Result<LogFileInfo> DecodeLogFileHeader(std::span<const char> in);
 
 // Writes one header slot into out[0, kLogHeaderSlotBytes), zero padded.
 void EncodeLogBlockHeader(const LogBlockHeader& header,
@@ -107,21 +141,24 @@ void EncodeLogBlockHeader(const LogBlockHeader& header,
 LogSlotState DecodeLogBlockHeader(std::span<const char> in,
                                   LogBlockHeader* out) noexcept;
 
-// Encodes a record at out (which has LogRecordBytes(key, value) bytes) and
-// returns its checksum. The caller has validated the sizes.
+// Encodes a record that will sit at `seat` into out (which has
+// LogRecordBytes(key, value) bytes) and returns its checksum. The caller has
+// validated the sizes. A kSeal record has db 0 and no key or value.
 std::uint32_t EncodeLogRecord(LogRecordType type, std::uint32_t db,
                               std::string_view key, std::string_view value,
-                              char* out) noexcept;
+                              const LogRecordSeat& seat, char* out) noexcept;
 // The whole size of the record whose header is `header` (its first
 // kLogRecordHeaderBytes bytes), from the key and value lengths it names:
 // how many bytes a streaming reader needs before DecodeLogRecord. Nothing
 // is checked; DecodeLogRecord checks the record.
 std::size_t LogRecordBytesFromHeader(
     std::span<const char, kLogRecordHeaderBytes> header) noexcept;
-// Decodes the record at data[offset]. kDataLoss if it does not fit in the
-// data, has an unknown type, or fails its checksum.
-Status DecodeLogRecord(std::span<const char> data, std::size_t offset,
-                       LogRecordView* out);
+// Decodes the record at data[at], which sits at `seat` in the log (data may
+// be a copy of just that record, at 0). kDataLoss if it does not fit in the
+// data, has an unknown type or a malformed seal, or fails its checksum
+// (which it does at any other seat).
+Status DecodeLogRecord(std::span<const char> data, std::size_t at,
+                       const LogRecordSeat& seat, LogRecordView* out);
 
 // The chain checksum after appending a record with `record_checksum`; the
 // chain of an empty block is 0.

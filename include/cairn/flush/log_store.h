@@ -9,9 +9,13 @@
 //
 //   Set / Del / FlushDb   append a record to the block being filled (in
 //                         memory) and update the index; not yet durable.
-//   Flush                 makes everything appended so far durable
-//                         (BlockLog::FlushBlock: data, sync, header, sync)
-//                         and then marks the flushed entries durable with
+//   SetDurable /          Set / Del, then wait until the record is durable;
+//   DelDurable            concurrent callers share syncs (group commit).
+//   Flush                 makes everything appended so far durable: the
+//                         new records and a header hint, then one
+//                         fdatasync (format v2: records validate
+//                         themselves, log_format.h), and then marks the
+//                         flushed entries durable with
 //                         the receipt pass (receipt_pass.h), sliced under
 //                         each partition's lock; or, in watermark mode,
 //                         only advances the durable watermark.
@@ -26,21 +30,25 @@
 //                         reported in recovery().
 //
 // Durability promise: a record is durable once a Flush (or Checkpoint or
-// Close) that began after its Set/Del/FlushDb returned has returned OK
-// (X10). After a crash, Open restores exactly a prefix of the operations in
-// log order that contains every durable one; a record that fails its
-// checksum below a durable boundary makes Open fail with kDataLoss rather
-// than index it.
+// Close) that began after its Set/Del/FlushDb returned has returned OK, or
+// once the SetDurable/DelDurable that made it returned OK (X10). After a crash,
+// Open restores exactly a prefix of the operations in log order that contains
+// every durable one; a record that fails its checksum below a durable boundary
+// makes Open fail with kDataLoss rather than index it.
 //
 // Thread safety: every method may be called from any thread. Set, Del and
 // Get lock the key's partition (and the log mutex while appending or
-// reading an unflushed record); FlushDb locks every partition. Flush and
-// Checkpoint are serialised by a flush mutex. Flush writes and syncs
+// reading an unflushed record); FlushDb locks every partition. Flush,
+// SetDurable and DelDurable wait in a group (group mutex and condition
+// variable, a leaf lock): one of them at a time leads a flush attempt, the
+// others wait for it. Flush attempts and Checkpoint are serialised by a
+// flush mutex. Flush writes and syncs
 // without partition locks, and its receipt pass holds one partition lock for
 // at most `pass.slice_receipts` receipts at a time; Checkpoint holds every
 // partition lock while it syncs the log and writes the checkpoint file, so
 // Set, Get and Del wait for it. Lock order: flush mutex,
-// partitions in ascending order, log mutex. Set, Del and FlushDb may block
+// partitions in ascending order, log mutex; the group mutex is a leaf
+// (docs/concurrency.md). Set, Del and FlushDb may block
 // in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure).
 // Every method may block on I/O or locks; none may be called from a
 // callback of another.
@@ -49,6 +57,7 @@
 #define CAIRN_FLUSH_LOG_STORE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -110,9 +119,10 @@ struct LogStoreRecovery {
 };
 
 struct FlushReport {
-  std::uint64_t blocks_written = 0;  // FlushBlock calls
+  std::uint64_t blocks_written = 0;  // blocks whose data was written
   std::uint64_t bytes_written = 0;   // data bytes
-  std::uint64_t io_nanos = 0;        // inside FlushBlock
+  std::uint64_t io_nanos = 0;        // writing and syncing the data
+  std::uint64_t syncs = 0;           // fdatasync calls (Sync)
   std::uint64_t pass_nanos = 0;      // the whole receipt pass
   ReceiptPassStats pass;             // counts and lock hold times
 };
@@ -146,8 +156,23 @@ class LogStore {
   // kResourceExhausted for a full disk (nothing applied); kFailedPrecondition
   // after Close. Not durable until the next Flush.
   Status Set(std::uint32_t db, std::string_view key, std::string_view value);
+  // Set, then waits until its record is durable: OK means a sync that
+  // began after the append returned OK (the record survives a power cut).
+  // Concurrent callers share syncs (group commit): the first waiter with no
+  // flush in progress leads one (everything appended so far, one fdatasync)
+  // while the others wait on it; a waiter whose record an in-progress or
+  // completed sync covered issues none. If a sync that covered the record
+  // fails, every waiter it covered gets its error (the record may or may
+  // not survive a crash); the record stays appended and a later flush
+  // retries it. Errors as Set, plus the flush's (kInternal,
+  // kResourceExhausted). Blocks on the group's sync; locks as Set, then the
+  // group mutex, and as leader the flush mutex and what Flush locks.
+  Status SetDurable(std::uint32_t db, std::string_view key,
+                    std::string_view value);
   // kNotFound if absent (nothing logged); else as Set.
   Status Del(std::uint32_t db, std::string_view key);
+  // Del, then waits as SetDurable does.
+  Status DelDurable(std::uint32_t db, std::string_view key);
   // Drops every key of `db` (each partition's map is detached, so receipts
   // still in flight for it are skipped, X7).
   Status FlushDb(std::uint32_t db);
@@ -155,8 +180,14 @@ class LogStore {
   // read back fails its checksum; kInternal on a read error.
   Status Get(std::uint32_t db, std::string_view key, std::string* value);
 
-  // Makes everything appended before the call durable, then marks the
-  // index (FlushMode). *report, if given, gets what it did.
+  // Makes everything appended before the call durable: when it returns OK,
+  // a sync that began after the call covered it. It joins the group of
+  // SetDurable waiters (it may return without I/O if another caller's sync
+  // already covered its position, or wait for one in progress); as the
+  // leader it writes every block's new records and one fdatasync, then
+  // marks the index (FlushMode). A block that became full and durable gets
+  // its final header with one more sync. *report, if given, gets what this
+  // call's own flush did (nothing when another caller's sync served it).
   Status Flush(FlushReport* report = nullptr);
   // Flush, then writes the checkpoint (temp file, fdatasync, rename,
   // directory fsync) while writers wait.
@@ -198,15 +229,37 @@ class LogStore {
 
   Status Recover();
   Status LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset);
-  Status CheckTailIsEmpty(std::uint64_t block);
-  Status ReplayBlock(std::uint64_t block, std::uint32_t from,
-                     std::uint32_t* used);
+  // What ScanBlock found in one block.
+  struct BlockScan {
+    std::uint32_t end = 0;              // where its valid records end
+    std::uint32_t records = 0;          // valid records, the seal included
+    std::uint64_t chain = 0;            // their chain checksum
+    bool sealed = false;                // ends with a valid seal record
+    std::uint32_t header_sequence = 0;  // its newest valid header, if any
+    std::uint32_t header_used = 0;
+  };
+  // Replays one block's records from `from` (recovery, format v2).
+  Status ScanBlock(std::uint64_t block, std::uint32_t from,
+                   std::uint64_t file_bytes, BlockScan* scan);
   Status ApplyReplayed(const LogRecordView& record, RecordLocation loc);
   Status WriteCheckpoint(std::uint64_t block, std::uint32_t offset)
       CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // callers hold every partition lock
 
   Status Validate(std::uint32_t db, std::string_view key,
                   std::string_view value) const;
+  // Set and Del; *end (if not null) gets the record's end position,
+  // block << 32 | offset + length, comparable with watermark_.
+  Status SetImpl(std::uint32_t db, std::string_view key, std::string_view value,
+                 std::uint64_t* end);
+  Status DelImpl(std::uint32_t db, std::string_view key, std::uint64_t* end);
+  static std::uint64_t EndOf(const RecordLocation& loc) noexcept;
+  // Group commit: the failures counted so far (read before an append), and
+  // the wait until `target` is durable or a sync covering it failed after
+  // `failures` (see SetDurable). Takes group_mu_, and as leader flush_mu_.
+  std::uint64_t FailuresSoFar() CAIRN_EXCLUDES(group_mu_);
+  Status WaitDurable(std::uint64_t target, std::uint64_t failures,
+                     FlushReport* report) CAIRN_EXCLUDES(group_mu_, flush_mu_)
+      CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // std::unique_lock for the condvar
   std::size_t PartitionOf(std::string_view key) const noexcept;
   // Appends a record to the current block, sealing it first if needed.
   // The caller holds log_mu_. Returns the location (flags 0) and, in *mark,
@@ -223,9 +276,13 @@ class LogStore {
   // flush's error if it fails.
   Status MakeRoom();
 
-  // Flush steps, under flush_mu_.
+  // Flush steps, under flush_mu_. FlushIo writes every block's new records
+  // and its header hint, then one sync; it wakes the group with the result.
   Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report)
       CAIRN_REQUIRES(flush_mu_);
+  // Writes the header of every block whose durable state is ahead of it
+  // (`all`), or only of full blocks whose bytes are all durable, then syncs.
+  Status WriteHeaders(bool all, FlushReport* report) CAIRN_REQUIRES(flush_mu_);
   // The receipt pass; out of memory skips the rest of it (the watermark
   // still says which records are durable).
   void RunPasses(std::vector<FlushedBatch>& batches, FlushReport* report)
@@ -234,7 +291,8 @@ class LogStore {
       CAIRN_REQUIRES(flush_mu_);
   void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
   static void AddReport(FlushReport& into, const FlushReport& r);
-  Status FlushLocked(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
+  Status FlushLocked(FlushReport* report, bool all_headers)
+      CAIRN_REQUIRES(flush_mu_);
   Status CheckpointLocked() CAIRN_REQUIRES(flush_mu_);
   void LockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
   void UnlockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
@@ -249,6 +307,15 @@ class LogStore {
 
   Mutex flush_mu_ CAIRN_ACQUIRED_BEFORE(log_mu_);
   Mutex log_mu_;
+  // Group commit (a leaf: taken after any other lock, never held while
+  // taking one): whether a waiter leads a flush, and the last failed sync
+  // that covered records, up to which position.
+  Mutex group_mu_;
+  std::condition_variable_any group_cv_;
+  bool leader_ CAIRN_GUARDED_BY(group_mu_) = false;
+  std::uint64_t failures_ CAIRN_GUARDED_BY(group_mu_) = 0;
+  std::uint64_t failed_upto_ CAIRN_GUARDED_BY(group_mu_) = 0;
+  Status failed_status_ CAIRN_GUARDED_BY(group_mu_);
   FlushReport totals_ CAIRN_GUARDED_BY(flush_mu_);
   // Blocks not yet released, oldest first; the last is being filled.
   std::deque<std::unique_ptr<PendingBlock>> blocks_ CAIRN_GUARDED_BY(log_mu_);
