@@ -794,26 +794,24 @@ class GroupDirectory {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     using Arg = std::conditional_t<kExclusive, Access, View>;
     // Counted once per batch, not per key: the batch and its hit and miss
-    // totals, on this thread's stripe.
-    std::uint64_t hits = 0;
-    std::uint64_t misses = 0;
+    // totals, on this thread's stripe. Only the miss path counts keys; the
+    // hits are the rest.
+    std::size_t misses = 0;
+    std::size_t invalid = 0;
     route_.WithEntries(keys, [&](std::size_t i, Entry* e) {
       StatusCode code = StatusCode::kNotFound;
       if (e != nullptr) [[likely]] {
         auto run = [&](Arg& arg) { fn(i, StatusCode::kOk, &arg); };
-        if (RunLocked<kExclusive>(e, run) == StatusCode::kOk) {
-          ++hits;
-          return;
-        }
+        if (RunLocked<kExclusive>(e, run) == StatusCode::kOk) return;
       } else {
         code = KeyCode(keys[i]);
         if (code == StatusCode::kOk) code = StatusCode::kNotFound;
       }
-      if (code == StatusCode::kNotFound) ++misses;
+      ++(code == StatusCode::kNotFound ? misses : invalid);
       fn(i, code, static_cast<Arg*>(nullptr));
     });
     reads_.Add(directory_internal::kBatches);
-    reads_.Add(directory_internal::kBatchHits, hits);
+    reads_.Add(directory_internal::kBatchHits, keys.size() - misses - invalid);
     if (misses != 0) reads_.Add(directory_internal::kBatchMisses, misses);
     return Status::Ok();
   }
