@@ -18,14 +18,10 @@ void VisitDirectoryMetrics(const DirectoryMetricValues& v,
       "cairn_directory_pending_unlinks",
       "Removed objects whose route unlink is parked for a later write.",
       static_cast<double>(v.pending_unlinks));
-  const std::uint64_t pending =
-      v.writes == nullptr
-          ? 0
-          : v.writes->pending_bytes.load(std::memory_order_relaxed);
   visitor.GaugeValue(
       "cairn_directory_pending_charge_bytes",
       "Counted bytes charged by pending puts and staged upserts.",
-      static_cast<double>(pending));
+      static_cast<double>(v.pending_charge_bytes));
   visitor.CounterValue(
       "cairn_directory_lifecycle_stripe_waits_total",
       "Creates and erases that waited for their key's lifecycle stripe.",

@@ -322,7 +322,10 @@ class GroupDirectory {
                                 : AbortPending(x.key, x.token, cutoff);
       if (s.ok()) ++reaped;
     }
-    if (reaped != 0) metrics_.Get().reaped.Add(reaped);
+    if (directory_internal::WriteCounters* w = metrics_.Get();
+        w != nullptr && reaped != 0) {
+      w->reaped.Add(reaped);
+    }
     return reaped;
   }
 
@@ -560,6 +563,7 @@ class GroupDirectory {
     v.groups = groups_.load(std::memory_order_relaxed);
     v.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
     v.lifecycle_stripe_waits = stripe_waits_.load(std::memory_order_relaxed);
+    v.pending_charge_bytes = pending_charge_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < v.reads.size(); ++i) {
       v.reads[i] = reads_.Value(i);
     }
@@ -570,8 +574,7 @@ class GroupDirectory {
   // not yet committed or refunded: the cairn_directory_pending_charge_bytes
   // gauge. Lock-free.
   std::uint64_t pending_charge_bytes() const noexcept {
-    const directory_internal::WriteCounters* w = metrics_.Peek();
-    return w == nullptr ? 0 : w->pending_bytes.load(std::memory_order_relaxed);
+    return pending_charge_.load(std::memory_order_relaxed);
   }
   // Creates, pending creates and upserts the quota refused, summed over the
   // ops (cairn_directory_operations_total{result="quota"}). Lock-free.
@@ -1583,10 +1586,13 @@ class GroupDirectory {
 
   using MetricOp = directory_internal::MetricOp;
 
-  // Write paths: one relaxed add in the write counters' block.
-  void CountOp(MetricOp op, StatusCode code, bool quota_refused = false) {
-    metrics_.Get().CountOp(op,
-                           directory_internal::OutcomeOf(code, quota_refused));
+  // Write paths: one relaxed add in the write counters' block (skipped in
+  // the unlikely case the block could not be allocated).
+  void CountOp(MetricOp op, StatusCode code,
+               bool quota_refused = false) noexcept {
+    if (directory_internal::WriteCounters* w = metrics_.Get(); w != nullptr) {
+      w->CountOp(op, directory_internal::OutcomeOf(code, quota_refused));
+    }
   }
   Status Counted(MetricOp op, Status s) {
     CountOp(op, s.code());
@@ -1602,30 +1608,27 @@ class GroupDirectory {
     }
     return Status(code);
   }
-  void CountEvicted(const std::vector<Removal>& removals, bool group) {
-    directory_internal::WriteCounters& w = metrics_.Get();
+  void CountEvicted(const std::vector<Removal>& removals, bool group) noexcept {
+    directory_internal::WriteCounters* w = metrics_.Get();
+    if (w == nullptr) return;
     std::uint64_t size = 0;
     std::uint64_t counted = 0;
     for (const Removal& r : removals) {
       size += r.info.size_bytes;
       counted += r.info.counted_bytes;
     }
-    w.evicted_objects.Add(removals.size());
-    if (group) w.evicted_groups.Add();
-    w.evicted_size_bytes.Add(size);
-    w.evicted_counted_bytes.Add(counted);
+    w->evicted_objects.Add(removals.size());
+    if (group) w->evicted_groups.Add();
+    w->evicted_size_bytes.Add(size);
+    w->evicted_counted_bytes.Add(counted);
   }
   // The pending-charge gauge: the sum of the live ledgers' `pending`. Adds
   // precede the subtractions of the same charge.
-  void AddPendingCharge(std::uint64_t bytes) {
-    if (bytes != 0) {
-      metrics_.Get().pending_bytes.fetch_add(bytes, std::memory_order_relaxed);
-    }
+  void AddPendingCharge(std::uint64_t bytes) noexcept {
+    if (bytes != 0) pending_charge_.fetch_add(bytes, std::memory_order_relaxed);
   }
-  void SubPendingCharge(std::uint64_t bytes) {
-    if (bytes != 0) {
-      metrics_.Get().pending_bytes.fetch_sub(bytes, std::memory_order_relaxed);
-    }
+  void SubPendingCharge(std::uint64_t bytes) noexcept {
+    if (bytes != 0) pending_charge_.fetch_sub(bytes, std::memory_order_relaxed);
   }
   // Zeroes a ledger's pending charge and takes it off the gauge.
   void DropPendingCharge(directory_internal::Ledger& ledger) {
@@ -1804,6 +1807,8 @@ class GroupDirectory {
   // writes a line the directory's shared fields are on) and the write
   // counters' block, allocated by the first counted write.
   directory_internal::LazyWriteCounters metrics_;
+  // The pending-charge gauge (pending_charge_bytes()).
+  std::atomic<std::uint64_t> pending_charge_{0};
   mutable directory_internal::ReadCounters reads_;
 };
 

@@ -9,10 +9,12 @@
 //                  line per thread stripe, 4 stripes: 256 bytes), inline in
 //                  the directory, so a lookup adds on its own stripe's line
 //                  and never on a line other readers share.
-//   WriteCounters  per-operation outcomes, evictions, reaps and the pending
-//                  charge, plain Counters in one block allocated by the
-//                  directory's first counted write (LazyWriteCounters), so
-//                  a directory never written to holds one null pointer.
+//   WriteCounters  per-operation outcomes, evictions and reaps, plain
+//                  Counters in one block allocated by the directory's first
+//                  counted write (LazyWriteCounters), so a directory never
+//                  written to holds one null pointer. The allocation never
+//                  throws: if it fails, that write's count is lost and the
+//                  next write tries again (a counter never fails a write).
 //
 // Thread safety: every counter is a relaxed atomic, updated and read from
 // any thread; LazyWriteCounters::Get() installs the block with one
@@ -26,6 +28,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string_view>
 
 #include "cairn/base/metrics.h"
@@ -109,9 +112,6 @@ struct WriteCounters {
   Counter evicted_size_bytes;
   Counter evicted_counted_bytes;
   Counter reaped;
-  // Counted bytes charged by pending puts and staged upserts (the sum of
-  // the live ledgers' `pending`); adds precede the matching subtractions.
-  std::atomic<std::uint64_t> pending_bytes{0};
 
   void CountOp(MetricOp op, MetricOutcome outcome) noexcept {
     ops[static_cast<std::size_t>(op) * kMetricOutcomes +
@@ -130,13 +130,13 @@ class LazyWriteCounters {
   LazyWriteCounters& operator=(const LazyWriteCounters&) = delete;
   ~LazyWriteCounters() { delete block_.load(std::memory_order_acquire); }
 
-  // The block, allocated on the first call. Allocates (once); may throw
-  // std::bad_alloc like any write that allocates.
-  WriteCounters& Get() {
+  // The block, allocated on the first call; null only if that allocation
+  // failed (the caller then skips its count).
+  WriteCounters* Get() noexcept {
     WriteCounters* block = block_.load(std::memory_order_acquire);
     if (block != nullptr) [[likely]]
-      return *block;
-    return *Install();
+      return block;
+    return Install();
   }
   // Null until the first counted write.
   const WriteCounters* Peek() const noexcept {
@@ -144,8 +144,9 @@ class LazyWriteCounters {
   }
 
  private:
-  WriteCounters* Install() {
-    auto* fresh = new WriteCounters();
+  WriteCounters* Install() noexcept {
+    auto* fresh = new (std::nothrow) WriteCounters();
+    if (fresh == nullptr) return nullptr;
     WriteCounters* installed = nullptr;
     if (block_.compare_exchange_strong(installed, fresh,
                                        std::memory_order_acq_rel,
@@ -166,6 +167,7 @@ struct DirectoryMetricValues {
   std::uint64_t groups = 0;
   std::uint64_t pending_unlinks = 0;
   std::uint64_t lifecycle_stripe_waits = 0;
+  std::uint64_t pending_charge_bytes = 0;
   std::array<std::uint64_t, kReadSlots> reads{};
   const WriteCounters* writes = nullptr;  // null: nothing written yet
 };
