@@ -27,10 +27,17 @@
 // (DirectoryOptions::on_removed) runs with no directory lock held and may
 // call any method.
 //
-// Read path: point and batch lookups write no shared state (no counters, no
-// statistics, no route lock, no owner copy; Pin copies one owner). A read
-// that grants a lease does an atomic max on the object's (or its group's)
-// lease cell. Every read-path miss is a code-only Status (no allocation).
+// Read path: point and batch lookups write no shared state (no route lock,
+// no owner copy; Pin copies one owner) except their hit/miss counters, which
+// are per-thread stripes (one relaxed add on the calling thread's stripe per
+// point lookup, at most three per batch; VisitMetrics, docs/metrics.md). A
+// read that grants a lease does an atomic max on the object's (or its
+// group's) lease cell. Every read-path miss is a code-only Status (no
+// allocation).
+//
+// Metrics: VisitMetrics() reports the cairn_directory_* metrics; write
+// outcomes are counted in a block allocated by the first counted write, so
+// an empty directory holds the read stripes (256 bytes) and one pointer.
 //
 // Shutdown: after Shutdown() every call that takes a key, handle, token or
 // visitor returns kUnavailable, the one "shut down" code of cairn; Shutdown()
@@ -61,6 +68,7 @@
 #include "cairn/base/check.h"
 #include "cairn/base/clock.h"
 #include "cairn/base/internal/hash.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -70,6 +78,7 @@
 #include "cairn/directory/durable_log.h"
 #include "cairn/directory/group_entry.h"
 #include "cairn/directory/handles.h"
+#include "cairn/directory/internal/directory_metrics.h"
 #include "cairn/directory/internal/log_step.h"
 #include "cairn/directory/object_entry.h"
 #include "cairn/directory/quota.h"
@@ -130,7 +139,12 @@ class GroupDirectory {
   // group; allocates. Not for use inside a callback.
   Result<Handle> Create(std::string_view key, const CreateOptions& options = {},
                         Payload payload = Payload()) {
-    return CreateImpl(key, options, std::move(payload), /*pending=*/false);
+    bool quota_refused = false;
+    Result<Handle> made =
+        CreateImpl(key, options, std::move(payload), /*pending=*/false,
+                   /*restored=*/nullptr, &quota_refused);
+    CountOp(MetricOp::kCreate, made.status().code(), quota_refused);
+    return made;
   }
 
   // ---- two-phase puts and upserts, charged to quota (Q1-Q3, docs/tenants.md)
@@ -144,7 +158,12 @@ class GroupDirectory {
   Result<Handle> CreatePending(std::string_view key,
                                const CreateOptions& options = {},
                                Payload payload = Payload()) {
-    return CreateImpl(key, options, std::move(payload), /*pending=*/true);
+    bool quota_refused = false;
+    Result<Handle> made =
+        CreateImpl(key, options, std::move(payload), /*pending=*/true,
+                   /*restored=*/nullptr, &quota_refused);
+    CountOp(MetricOp::kCreatePending, made.status().code(), quota_refused);
+    return made;
   }
 
   // Commits the pending put `token` routed under `key`: kCreating ->
@@ -154,38 +173,40 @@ class GroupDirectory {
   // is not kCreating: already committed, aborted or removed),
   // kInvalidArgument, kUnavailable. Locks the object only.
   Status Commit(std::string_view key, ObjectToken token) {
-    if (Status s = CheckCall(key); !s.ok()) return s;
-    if (token.tenant != options_.tenant_instance) return NotFoundError();
-    const Owner owner = route_.Pin(key);  // released after the lock
-    if (owner == nullptr || owner->id() != token.object) {
-      return NotFoundError();
-    }
-    Entry* e = owner.get();
-    // Durable log (H1): reserved before the object lock.
-    LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(key, e); !s.ok()) return s;
-    {
-      WriterLock lock(&e->mu_);
-      if (e->lifecycle_.load(std::memory_order_relaxed) !=
-          Lifecycle::kCreating) {
-        return FailedPreconditionError("object is not kCreating");
+    return Counted(MetricOp::kCommit, [&]() -> Status {
+      if (Status s = CheckCall(key); !s.ok()) return s;
+      if (token.tenant != options_.tenant_instance) return NotFoundError();
+      const Owner owner = route_.Pin(key);  // released after the lock
+      if (owner == nullptr || owner->id() != token.object) {
+        return NotFoundError();
       }
-      directory_internal::Ledger& ledger = e->ledger_;
-      if (Status s = log.AppendObject(
-              DurableOp::kCommit, e,
-              e->version_.load(std::memory_order_relaxed) + 1, e->size_bytes_,
-              ledger.pending, LogPayload::kEntry);
-          !s.ok()) {
-        return s;
+      Entry* e = owner.get();
+      // Durable log (H1): reserved before the object lock.
+      LogStep log(options_.durable_log, options_.tenant_instance);
+      if (Status s = log.Reserve(key, e); !s.ok()) return s;
+      {
+        WriterLock lock(&e->mu_);
+        if (e->lifecycle_.load(std::memory_order_relaxed) !=
+            Lifecycle::kCreating) {
+          return FailedPreconditionError("object is not kCreating");
+        }
+        directory_internal::Ledger& ledger = e->ledger_;
+        if (Status s = log.AppendObject(
+                DurableOp::kCommit, e,
+                e->version_.load(std::memory_order_relaxed) + 1, e->size_bytes_,
+                ledger.pending, LogPayload::kEntry);
+            !s.ok()) {
+          return s;
+        }
+        e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+        ledger.state = directory_internal::Ledger::kCommitted;
+        DropPendingCharge(ledger);
+        e->SetLifecycle(Lifecycle::kActive);
+        e->version_.fetch_add(1, std::memory_order_relaxed);
       }
-      e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
-      ledger.state = directory_internal::Ledger::kCommitted;
-      ledger.pending = 0;
-      e->SetLifecycle(Lifecycle::kActive);
-      e->version_.fetch_add(1, std::memory_order_relaxed);
-    }
-    log.Finalize(token);
-    return Status::Ok();
+      log.Finalize(token);
+      return Status::Ok();
+    }());
   }
 
   // Aborts the pending put `token`: the object leaves the route (matched
@@ -194,7 +215,9 @@ class GroupDirectory {
   // that instance), kFailedPrecondition (not kCreating), kInvalidArgument,
   // kUnavailable, kResourceExhausted (route busy). Locks as Erase.
   Status Abort(std::string_view key, ObjectToken token) {
-    return AbortPending(key, token, std::numeric_limits<std::int64_t>::max());
+    return Counted(
+        MetricOp::kAbort,
+        AbortPending(key, token, std::numeric_limits<std::int64_t>::max()));
   }
 
   // Stages an upsert of the active instance `token`: charges
@@ -206,27 +229,10 @@ class GroupDirectory {
   // (quota, with the deficit), kInvalidArgument, kUnavailable.
   Status BeginUpsert(std::string_view key, ObjectToken token,
                      const UpsertOptions& options) {
-    if (Status s = CheckCall(key); !s.ok()) return s;
-    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) return s;
-    const std::int64_t now = clock_->NowNanos();
-    Status refused;
-    bool staged = false;
-    auto stage = [&](Access& access) {
-      access.entry_.mu_.AssertHeld();
-      directory_internal::Ledger& ledger = access.entry_.ledger_;
-      if (ledger.upsert_pending) {
-        refused = FailedPreconditionError("an upsert is already pending");
-        return;
-      }
-      ledger.upsert_pending = true;
-      ledger.pending = options.counted_bytes;
-      ledger.pending_size = options.size_bytes;
-      ledger.pending_since_nanos = now;
-      staged = true;
-    };
-    Status s = LookupToken<true>(key, token, stage);
-    if (!staged) RefundQuota(options.counted_bytes).IgnoreError();
-    return s.ok() ? refused : s;
+    bool quota_refused = false;
+    Status s = BeginUpsertImpl(key, token, options, &quota_refused);
+    CountOp(MetricOp::kBeginUpsert, s.code(), quota_refused);
+    return s;
   }
 
   // Installs the staged upsert of `token`: the old committed charge is
@@ -240,7 +246,8 @@ class GroupDirectory {
   // envelope and no payload bytes; use CommitUpsertWithPayload to log them.
   template <typename Fn>
   Status CommitUpsert(std::string_view key, ObjectToken token, Fn&& fn) {
-    return CommitStagedUpsert(key, token, LogPayload::kNone, {}, fn);
+    return Counted(MetricOp::kCommitUpsert,
+                   CommitStagedUpsert(key, token, LogPayload::kNone, {}, fn));
   }
   Status CommitUpsert(std::string_view key, ObjectToken token) {
     return CommitUpsert(key, token, [](Access&) {});
@@ -260,18 +267,21 @@ class GroupDirectory {
       }
     }
     std::optional<Payload> replaced;  // outlives the lock
-    return CommitStagedUpsert(key, token, LogPayload::kGiven, bytes,
-                              [&](Access& access) {
-                                replaced.emplace(std::move(access.payload()));
-                                access.payload() = std::move(payload);
-                              });
+    return Counted(
+        MetricOp::kCommitUpsert,
+        CommitStagedUpsert(key, token, LogPayload::kGiven, bytes,
+                           [&](Access& access) {
+                             replaced.emplace(std::move(access.payload()));
+                             access.payload() = std::move(payload);
+                           }));
   }
 
   // Drops the staged upsert of `token` and refunds its pending charge; the
   // committed state is untouched. Errors as CommitUpsert.
   Status AbortUpsert(std::string_view key, ObjectToken token) {
-    return AbortStagedUpsert(key, token,
-                             std::numeric_limits<std::int64_t>::max());
+    return Counted(MetricOp::kAbortUpsert,
+                   AbortStagedUpsert(key, token,
+                                     std::numeric_limits<std::int64_t>::max()));
   }
 
   // Aborts every pending put and staged upsert older than
@@ -311,6 +321,10 @@ class GroupDirectory {
       const Status s = x.upsert ? AbortStagedUpsert(x.key, x.token, cutoff)
                                 : AbortPending(x.key, x.token, cutoff);
       if (s.ok()) ++reaped;
+    }
+    if (directory_internal::WriteCounters* w = metrics_.Get();
+        w != nullptr && reaped != 0) {
+      w->reaped.Add(reaped);
     }
     return reaped;
   }
@@ -363,13 +377,13 @@ class GroupDirectory {
   Status WithHandle(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     if (!handle) return InvalidArgumentError();
-    return Status(RunLocked<false, /*kFromRoute=*/false>(handle.get(), fn));
+    return CountGet(RunLocked<false, /*kFromRoute=*/false>(handle.get(), fn));
   }
   template <typename Fn>
   Status WithHandleExclusive(const Handle& handle, Fn&& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     if (!handle) return InvalidArgumentError();
-    return Status(RunLocked<true, /*kFromRoute=*/false>(handle.get(), fn));
+    return CountGet(RunLocked<true, /*kFromRoute=*/false>(handle.get(), fn));
   }
 
   // Resolves `key` and runs fn only if it names the instance `token` (D5);
@@ -377,12 +391,16 @@ class GroupDirectory {
   // WithObject; does not allocate. Same callback rules as WithObject.
   template <typename Fn>
   Status WithToken(std::string_view key, ObjectToken token, Fn&& fn) const {
-    return LookupToken<false>(key, token, fn);
+    Status s = LookupToken<false>(key, token, fn);
+    CountGet(s.code()).IgnoreError();
+    return s;
   }
   template <typename Fn>
   Status WithTokenExclusive(std::string_view key, ObjectToken token,
                             Fn&& fn) const {
-    return LookupToken<true>(key, token, fn);
+    Status s = LookupToken<true>(key, token, fn);
+    CountGet(s.code()).IgnoreError();
+    return s;
   }
 
   // A strong handle to the active object (D2); kNotFound if absent or not
@@ -393,8 +411,10 @@ class GroupDirectory {
     if (Status s = CheckCall(key); !s.ok()) return s;
     Owner owner = route_.Pin(key);
     if (owner == nullptr || owner->lifecycle_hint() != Lifecycle::kActive) {
+      reads_.Add(directory_internal::kPinMiss);
       return NotFoundError();
     }
+    reads_.Add(directory_internal::kPinHit);
     return Handle(std::move(owner));
   }
 
@@ -451,13 +471,15 @@ class GroupDirectory {
   // inside a WithObject callback; safe inside the removal callback and
   // VisitHandles.
   Status Erase(std::string_view key, EraseOptions options = {}) {
-    if (Status s = CheckCall(key); !s.ok()) return s;
-    // Durable log (H1): reserved before any lock.
-    LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
-    return EraseRouted(key, options, Lifecycle::kActive,
-                       std::numeric_limits<std::int64_t>::max(), &log,
-                       [](const Entry&) { return true; });
+    return Counted(MetricOp::kErase, [&]() -> Status {
+      if (Status s = CheckCall(key); !s.ok()) return s;
+      // Durable log (H1): reserved before any lock.
+      LogStep log(options_.durable_log, options_.tenant_instance);
+      if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
+      return EraseRouted(key, options, Lifecycle::kActive,
+                         std::numeric_limits<std::int64_t>::max(), &log,
+                         [](const Entry&) { return true; });
+    }());
   }
 
   // Erases `key` only if it still names the instance (id, entry): a stale id
@@ -472,16 +494,18 @@ class GroupDirectory {
   // locks as Erase.
   Status EraseIfMatch(std::string_view key, ObjectId id, const Entry* entry,
                       EraseOptions options = {}) {
-    if (Status s = CheckCall(key); !s.ok()) return s;
-    if (entry == nullptr) return InvalidArgumentError();
-    // Durable log (H1): reserved before any lock.
-    LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
-    return EraseRouted(key, options, Lifecycle::kActive,
-                       std::numeric_limits<std::int64_t>::max(), &log,
-                       [&](const Entry& routed) {
-                         return &routed == entry && routed.id() == id;
-                       });
+    return Counted(MetricOp::kErase, [&]() -> Status {
+      if (Status s = CheckCall(key); !s.ok()) return s;
+      if (entry == nullptr) return InvalidArgumentError();
+      // Durable log (H1): reserved before any lock.
+      LogStep log(options_.durable_log, options_.tenant_instance);
+      if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
+      return EraseRouted(key, options, Lifecycle::kActive,
+                         std::numeric_limits<std::int64_t>::max(), &log,
+                         [&](const Entry& routed) {
+                           return &routed == entry && routed.id() == id;
+                         });
+    }());
   }
 
   // Erases every member of the named group, all or none. Locks the group, then
@@ -493,84 +517,7 @@ class GroupDirectory {
   // kFailedPrecondition (group lease unexpired and !force), kInvalidArgument,
   // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
   Status EraseGroup(std::string_view name, EraseOptions options = {}) {
-    if (Status s = CheckCall(name); !s.ok()) return s;
-    // Durable log (H1): reserved before the catalog and the group.
-    LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(name, nullptr); !s.ok()) return s;
-    RetryPendingUnlinks();
-    std::shared_ptr<Group> group;
-    {
-      MutexLock lock(&catalog_mu_);
-      auto it = catalog_.find(name);
-      if (it == catalog_.end()) return NotFoundError("no such group");
-      group = it->second;
-    }
-    std::vector<Removal> removals;
-    {
-      MutexLock group_lock(&group->mu_);
-      if (!group->active_locked()) return NotFoundError("group torn down");
-      if (!options.force &&
-          group->lease_deadline_.load(std::memory_order_relaxed) >
-              clock_->NowNanos()) {
-        return FailedPreconditionError("group lease has not expired");
-      }
-      const std::vector<Entry*> members = SortedMembers(group.get());
-      // Group transaction: all member locks, ascending key order (L2). A
-      // reader extending the group lease holds its member's shared lock, so
-      // with every member locked the lease check above cannot be overtaken.
-      for (Entry* e : members) LockObject(e);
-      const bool leased =
-          !options.force && group->lease_deadline_.load(
-                                std::memory_order_relaxed) > clock_->NowNanos();
-      // Durable log (H1): one record names every member, appended before
-      // anything moves.
-      Status appended;
-      if (!leased) {
-        appended =
-            log.AppendGroup(DurableOp::kEraseGroup, group.get(), members);
-      }
-      // Quota ledger (Q2): the members' charges leave the account in one
-      // release, or the group stays as it was.
-      bool mismatch = false;
-      if (!leased && appended.ok()) {
-        std::uint64_t charged = 0;
-        for (Entry* e : members) charged += ChargedBytes(e);
-        if (!RefundQuota(charged).ok()) {
-          mismatch = true;
-        } else {
-          for (Entry* e : members) MarkLedgerReleased(e);
-        }
-      }
-      if (!leased && !mismatch && appended.ok()) {
-        removals.reserve(members.size());
-        for (Entry* e : members) {
-          MarkRemoving(e);
-          removals.push_back(MakeRemoval(Owner(group, e)));
-        }
-      }
-      for (auto it = members.rbegin(); it != members.rend(); ++it) {
-        UnlockObject(*it);
-      }
-      if (leased) return FailedPreconditionError("group lease has not expired");
-      if (!appended.ok()) return appended;
-      if (mismatch) return FailedPreconditionError("quota ledger mismatch");
-      group->explicit_teardown_ = true;
-      group->SetLifecycle(Lifecycle::kRemoving);
-      // Under the group lock: unlinks never wait for retire budget here;
-      // one refused for lack of room is parked and retried.
-      WriteBudget none;
-      for (Removal& r : removals) Unlink(r.owner, &none);
-      group->live_.clear();
-      RetireFromCatalog(group.get());
-    }
-    objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
-    groups_.fetch_sub(1, std::memory_order_relaxed);
-    // Finalized before anything runs host code: the reclaim (payload
-    // destructors) and the removal callbacks (docs/concurrency.md).
-    FinalizeRemovals(&log, removals);
-    route_.ReclaimIfDue();
-    for (Removal& r : removals) RunRemovedCallback(r);
-    return Status::Ok();
+    return Counted(MetricOp::kEraseGroup, EraseGroupImpl(name, options));
   }
 
   // ---- lifecycle and diagnostics --------------------------------------------
@@ -598,6 +545,48 @@ class GroupDirectory {
     d.lifecycle_stripe_waits = stripe_waits_.load(std::memory_order_relaxed);
     d.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
     return d;
+  }
+
+  // Reports every cairn_directory_* metric (docs/metrics.md, "Directory")
+  // to `visitor`: the object, group and pending gauges, the lookups'
+  // hit/miss counters (summed over their thread stripes), the write
+  // operations by op and result, evictions and reaps. Every op's
+  // result="ok" sample is always reported, another result once it has
+  // happened. No lock and no route walk (unlike Diagnostics()): relaxed
+  // loads only, so counts racing with the visit may or may not be included.
+  // Allocates nothing itself (the visitor may). Safe from any thread, after
+  // shutdown, and inside any callback; holds no directory lock while the
+  // visitor runs, so the visitor may call this directory.
+  void VisitMetrics(MetricVisitor& visitor) const {
+    directory_internal::DirectoryMetricValues v;
+    v.objects = objects_.load(std::memory_order_relaxed);
+    v.groups = groups_.load(std::memory_order_relaxed);
+    v.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
+    v.lifecycle_stripe_waits = stripe_waits_.load(std::memory_order_relaxed);
+    v.pending_charge_bytes = pending_charge_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < v.reads.size(); ++i) {
+      v.reads[i] = reads_.Value(i);
+    }
+    v.writes = metrics_.Peek();
+    directory_internal::VisitDirectoryMetrics(v, visitor);
+  }
+  // Counted bytes charged as pending (pending puts and staged upserts) and
+  // not yet committed or refunded: the cairn_directory_pending_charge_bytes
+  // gauge. Lock-free.
+  std::uint64_t pending_charge_bytes() const noexcept {
+    return pending_charge_.load(std::memory_order_relaxed);
+  }
+  // Creates, pending creates and upserts the quota refused, summed over the
+  // ops (cairn_directory_operations_total{result="quota"}). Lock-free.
+  std::uint64_t quota_refusals() const noexcept {
+    const directory_internal::WriteCounters* w = metrics_.Peek();
+    if (w == nullptr) return 0;
+    std::uint64_t n = 0;
+    for (std::size_t op = 0; op < directory_internal::kMetricOps; ++op) {
+      n += w->OpValue(op, static_cast<std::size_t>(
+                              directory_internal::MetricOutcome::kQuota));
+    }
+    return n;
   }
   std::size_t object_count() const noexcept {
     return objects_.load(std::memory_order_relaxed);
@@ -781,6 +770,9 @@ class GroupDirectory {
     route_.WithEntry(key, [&](Entry* e) {
       if (e != nullptr) code = RunLocked<kExclusive>(e, fn);
     });
+    // kOk or kNotFound: one add on this thread's stripe.
+    reads_.Add(code == StatusCode::kOk ? directory_internal::kGetHit
+                                       : directory_internal::kGetMiss);
     return Status(code);
   }
 
@@ -804,6 +796,11 @@ class GroupDirectory {
   Status LookupBatch(KeySpan keys, Fn& fn) const {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     using Arg = std::conditional_t<kExclusive, Access, View>;
+    // Counted once per batch, not per key: the batch and its hit and miss
+    // totals, on this thread's stripe. Only the miss path counts keys; the
+    // hits are the rest.
+    std::size_t misses = 0;
+    std::size_t invalid = 0;
     route_.WithEntries(keys, [&](std::size_t i, Entry* e) {
       StatusCode code = StatusCode::kNotFound;
       if (e != nullptr) [[likely]] {
@@ -813,8 +810,12 @@ class GroupDirectory {
         code = KeyCode(keys[i]);
         if (code == StatusCode::kOk) code = StatusCode::kNotFound;
       }
+      ++(code == StatusCode::kNotFound ? misses : invalid);
       fn(i, code, static_cast<Arg*>(nullptr));
     });
+    reads_.Add(directory_internal::kBatches);
+    reads_.Add(directory_internal::kBatchHits, keys.size() - misses - invalid);
+    if (misses != 0) reads_.Add(directory_internal::kBatchMisses, misses);
     return Status::Ok();
   }
 
@@ -994,8 +995,8 @@ class GroupDirectory {
   // and 1, no durable-log record, and a forced charge.
   Result<Handle> CreateImpl(
       std::string_view key, const CreateOptions& options, Payload payload,
-      bool pending,
-      const DirectoryHooks::RestoredIdentity* restored = nullptr) {
+      bool pending, const DirectoryHooks::RestoredIdentity* restored = nullptr,
+      bool* quota_refused = nullptr) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     if (!options.group.empty() &&
         options.group.size() > options_.max_key_bytes) {
@@ -1046,6 +1047,9 @@ class GroupDirectory {
                        ? ChargeQuota(options.counted_bytes)
                        : ForceChargeQuota(options.counted_bytes);
         !s.ok()) {
+      if (quota_refused != nullptr && restored == nullptr) {
+        *quota_refused = true;
+      }
       return s;
     }
     RetryPendingUnlinks();
@@ -1056,10 +1060,16 @@ class GroupDirectory {
       RefundQuota(options.counted_bytes).IgnoreError();
       return std::move(budget).status();
     }
+    // A pending put's charge is counted before it can be published, so a
+    // racing Commit or Abort never subtracts it first.
+    if (pending) AddPendingCharge(options.counted_bytes);
     Result<Handle> made = CreateWithBudget(
         key, options, std::move(init), std::move(payload), &budget.value(),
         pending, &log, payload_bytes, restored, &leftovers);
-    if (!made.ok()) RefundQuota(options.counted_bytes).IgnoreError();
+    if (!made.ok()) {
+      RefundQuota(options.counted_bytes).IgnoreError();
+      if (pending) SubPendingCharge(options.counted_bytes);
+    }
     // Finalized (a failure: cancelled) before the reclaim runs payload
     // destructors (docs/concurrency.md, "Durable log").
     if (made.ok()) log.Finalize(made.value().token());
@@ -1302,6 +1312,7 @@ class GroupDirectory {
       }
       Unlink(candidate.owner(), &none);  // after the object lock (L3)
       objects_.fetch_sub(1, std::memory_order_relaxed);
+      CountEvicted(removals, /*group=*/false);
     } else {
       const std::shared_ptr<Group> owner_of_group(candidate.owner(), group);
       MutexLock group_lock(&group->mu_);
@@ -1345,12 +1356,125 @@ class GroupDirectory {
       RetireFromCatalog(group);
       objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
       groups_.fetch_sub(1, std::memory_order_relaxed);
+      CountEvicted(removals, /*group=*/true);
     }
     // Finalized before the reclaim (payload destructors) and the callbacks.
     FinalizeRemovals(&log, removals);
     route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
     return StatusCode::kOk;
+  }
+
+  // EraseGroup's body.
+  Status EraseGroupImpl(std::string_view name, const EraseOptions& options) {
+    if (Status s = CheckCall(name); !s.ok()) return s;
+    // Durable log (H1): reserved before the catalog and the group.
+    LogStep log(options_.durable_log, options_.tenant_instance);
+    if (Status s = log.Reserve(name, nullptr); !s.ok()) return s;
+    RetryPendingUnlinks();
+    std::shared_ptr<Group> group;
+    {
+      MutexLock lock(&catalog_mu_);
+      auto it = catalog_.find(name);
+      if (it == catalog_.end()) return NotFoundError("no such group");
+      group = it->second;
+    }
+    std::vector<Removal> removals;
+    {
+      MutexLock group_lock(&group->mu_);
+      if (!group->active_locked()) return NotFoundError("group torn down");
+      if (!options.force &&
+          group->lease_deadline_.load(std::memory_order_relaxed) >
+              clock_->NowNanos()) {
+        return FailedPreconditionError("group lease has not expired");
+      }
+      const std::vector<Entry*> members = SortedMembers(group.get());
+      // Group transaction: all member locks, ascending key order (L2). A
+      // reader extending the group lease holds its member's shared lock, so
+      // with every member locked the lease check above cannot be overtaken.
+      for (Entry* e : members) LockObject(e);
+      const bool leased =
+          !options.force && group->lease_deadline_.load(
+                                std::memory_order_relaxed) > clock_->NowNanos();
+      // Durable log (H1): one record names every member, appended before
+      // anything moves.
+      Status appended;
+      if (!leased) {
+        appended =
+            log.AppendGroup(DurableOp::kEraseGroup, group.get(), members);
+      }
+      // Quota ledger (Q2): the members' charges leave the account in one
+      // release, or the group stays as it was.
+      bool mismatch = false;
+      if (!leased && appended.ok()) {
+        std::uint64_t charged = 0;
+        for (Entry* e : members) charged += ChargedBytes(e);
+        if (!RefundQuota(charged).ok()) {
+          mismatch = true;
+        } else {
+          for (Entry* e : members) MarkLedgerReleased(e);
+        }
+      }
+      if (!leased && !mismatch && appended.ok()) {
+        removals.reserve(members.size());
+        for (Entry* e : members) {
+          MarkRemoving(e);
+          removals.push_back(MakeRemoval(Owner(group, e)));
+        }
+      }
+      for (auto it = members.rbegin(); it != members.rend(); ++it) {
+        UnlockObject(*it);
+      }
+      if (leased) return FailedPreconditionError("group lease has not expired");
+      if (!appended.ok()) return appended;
+      if (mismatch) return FailedPreconditionError("quota ledger mismatch");
+      group->explicit_teardown_ = true;
+      group->SetLifecycle(Lifecycle::kRemoving);
+      // Under the group lock: unlinks never wait for retire budget here;
+      // one refused for lack of room is parked and retried.
+      WriteBudget none;
+      for (Removal& r : removals) Unlink(r.owner, &none);
+      group->live_.clear();
+      RetireFromCatalog(group.get());
+    }
+    objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
+    groups_.fetch_sub(1, std::memory_order_relaxed);
+    // Finalized before anything runs host code: the reclaim (payload
+    // destructors) and the removal callbacks (docs/concurrency.md).
+    FinalizeRemovals(&log, removals);
+    route_.ReclaimIfDue();
+    for (Removal& r : removals) RunRemovedCallback(r);
+    return Status::Ok();
+  }
+
+  // BeginUpsert's body; *quota_refused: the quota refused the charge.
+  Status BeginUpsertImpl(std::string_view key, ObjectToken token,
+                         const UpsertOptions& options, bool* quota_refused) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) {
+      *quota_refused = true;
+      return s;
+    }
+    const std::int64_t now = clock_->NowNanos();
+    Status refused;
+    bool staged = false;
+    auto stage = [&](Access& access) {
+      access.entry_.mu_.AssertHeld();
+      directory_internal::Ledger& ledger = access.entry_.ledger_;
+      if (ledger.upsert_pending) {
+        refused = FailedPreconditionError("an upsert is already pending");
+        return;
+      }
+      ledger.upsert_pending = true;
+      ledger.pending = options.counted_bytes;
+      AddPendingCharge(options.counted_bytes);
+      ledger.pending_size = options.size_bytes;
+      ledger.pending_since_nanos = now;
+      staged = true;
+    };
+    Status s = LookupToken<true>(key, token, stage);
+    if (!staged) RefundQuota(options.counted_bytes).IgnoreError();
+    return s.ok() ? refused : s;
   }
 
   // CommitUpsert's body; `payload`/`given` say which payload bytes the
@@ -1389,7 +1513,7 @@ class GroupDirectory {
       e.counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
       e.size_bytes_ = ledger.pending_size;
       ledger.upsert_pending = false;
-      ledger.pending = 0;
+      DropPendingCharge(ledger);
       e.version_.fetch_add(1, std::memory_order_relaxed);
       fn(access);
     };
@@ -1458,6 +1582,60 @@ class GroupDirectory {
     return s.ok() ? refused : s;
   }
 
+  // ---- metrics (docs/metrics.md, "Directory") ----
+
+  using MetricOp = directory_internal::MetricOp;
+
+  // Write paths: one relaxed add in the write counters' block (skipped in
+  // the unlikely case the block could not be allocated).
+  void CountOp(MetricOp op, StatusCode code,
+               bool quota_refused = false) noexcept {
+    if (directory_internal::WriteCounters* w = metrics_.Get(); w != nullptr) {
+      w->CountOp(op, directory_internal::OutcomeOf(code, quota_refused));
+    }
+  }
+  Status Counted(MetricOp op, Status s) {
+    CountOp(op, s.code());
+    return s;
+  }
+  // Read paths: a hit (kOk) or a miss (kNotFound) on this thread's stripe;
+  // other codes (bad argument, shut down) are not lookups. Returns `code`.
+  Status CountGet(StatusCode code) const noexcept {
+    if (code == StatusCode::kOk) {
+      reads_.Add(directory_internal::kGetHit);
+    } else if (code == StatusCode::kNotFound) {
+      reads_.Add(directory_internal::kGetMiss);
+    }
+    return Status(code);
+  }
+  void CountEvicted(const std::vector<Removal>& removals, bool group) noexcept {
+    directory_internal::WriteCounters* w = metrics_.Get();
+    if (w == nullptr) return;
+    std::uint64_t size = 0;
+    std::uint64_t counted = 0;
+    for (const Removal& r : removals) {
+      size += r.info.size_bytes;
+      counted += r.info.counted_bytes;
+    }
+    w->evicted_objects.Add(removals.size());
+    if (group) w->evicted_groups.Add();
+    w->evicted_size_bytes.Add(size);
+    w->evicted_counted_bytes.Add(counted);
+  }
+  // The pending-charge gauge: the sum of the live ledgers' `pending`. Adds
+  // precede the subtractions of the same charge.
+  void AddPendingCharge(std::uint64_t bytes) noexcept {
+    if (bytes != 0) pending_charge_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void SubPendingCharge(std::uint64_t bytes) noexcept {
+    if (bytes != 0) pending_charge_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  // Zeroes a ledger's pending charge and takes it off the gauge.
+  void DropPendingCharge(directory_internal::Ledger& ledger) {
+    SubPendingCharge(ledger.pending);
+    ledger.pending = 0;
+  }
+
   // ---- quota ledger (Q1-Q3) ----
 
   Status ChargeQuota(std::uint64_t bytes) {
@@ -1487,12 +1665,12 @@ class GroupDirectory {
         return 0;
     }
   }
-  static void MarkLedgerReleased(Entry* e) {
+  void MarkLedgerReleased(Entry* e) {
     e->mu_.AssertHeld();
     directory_internal::Ledger& ledger = e->ledger_;
     ledger.state = directory_internal::Ledger::kReleased;
     ledger.upsert_pending = false;
-    ledger.pending = 0;
+    DropPendingCharge(ledger);
   }
   // Releases e's whole charge exactly once, as a removal is emitted once (D6):
   // the ledger then says released. A mismatch (the account holds less) changes
@@ -1561,7 +1739,7 @@ class GroupDirectory {
         return;
       }
       ledger.upsert_pending = false;
-      ledger.pending = 0;
+      DropPendingCharge(ledger);
     };
     Status s = LookupToken<true>(key, token, drop);
     return s.ok() ? refused : s;
@@ -1624,6 +1802,14 @@ class GroupDirectory {
   std::atomic<std::size_t> objects_{0};
   std::atomic<std::size_t> groups_{0};
   mutable std::atomic<std::uint64_t> stripe_waits_{0};
+
+  // Metrics: the lookups' stripes (each its own cache line, so no reader
+  // writes a line the directory's shared fields are on) and the write
+  // counters' block, allocated by the first counted write.
+  directory_internal::LazyWriteCounters metrics_;
+  // The pending-charge gauge (pending_charge_bytes()).
+  std::atomic<std::uint64_t> pending_charge_{0};
+  mutable directory_internal::ReadCounters reads_;
 };
 
 CAIRN_NAMESPACE_END

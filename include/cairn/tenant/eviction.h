@@ -33,11 +33,17 @@
 // same objects. A cycle holds no lock across host code or across another
 // candidate; the callbacks (offload, on_evicted, the directories'
 // on_removed) run with no cairn lock held and may call the directory.
+//
+// Metrics: Evictor::VisitMetrics() reports the cairn_eviction_* counters,
+// summed over every cycle this Evictor ran (docs/metrics.md, "Eviction");
+// the per-tenant eviction counts are each directory's
+// cairn_directory_evicted_* (TenantRegistry::VisitMetrics labels them).
 
 #ifndef CAIRN_TENANT_EVICTION_H_
 #define CAIRN_TENANT_EVICTION_H_
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -50,6 +56,7 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/base/metrics.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/directory/group_directory.h"
@@ -142,6 +149,66 @@ class Evictor {
   };
 
   explicit Evictor(Options options = {}) : options_(std::move(options)) {}
+  Evictor(const Evictor&) = delete;
+  Evictor& operator=(const Evictor&) = delete;
+
+  // Reports the cairn_eviction_* counters (docs/metrics.md, "Eviction"):
+  // cycles, census rounds, passes, candidates evicted (objects, groups,
+  // bytes in both measures), skipped, offload hand-offs accepted and
+  // refused, and cycles stopped by a durable-log refusal. Relaxed loads, no
+  // lock; a cycle running meanwhile may be partly included. Safe from any
+  // thread, also from the evictor's own callbacks.
+  void VisitMetrics(MetricVisitor& visitor) const {
+    visitor.CounterValue("cairn_eviction_cycles_total",
+                         "Eviction cycles run (Evict calls with a goal).",
+                         cycles_.Value());
+    visitor.CounterValue("cairn_eviction_census_rounds_total",
+                         "Census rounds over the cycles' directories.",
+                         census_rounds_.Value());
+    static constexpr std::string_view kPassHelp =
+        "Ranked passes: unpinned candidates, then soft-pinned ones.";
+    const std::array<MetricLabel, 1> unpinned = {
+        MetricLabel{"pass", "unpinned"}};
+    const std::array<MetricLabel, 1> soft = {
+        MetricLabel{"pass", "soft_pinned"}};
+    visitor.CounterValue("cairn_eviction_passes_total", kPassHelp,
+                         unpinned_passes_.Value(), unpinned);
+    visitor.CounterValue("cairn_eviction_passes_total", kPassHelp,
+                         soft_passes_.Value(), soft);
+    visitor.CounterValue("cairn_eviction_evicted_objects_total",
+                         "Objects evicted (every member of an evicted group).",
+                         evicted_objects_.Value());
+    visitor.CounterValue("cairn_eviction_evicted_groups_total",
+                         "Explicit groups evicted whole.",
+                         evicted_groups_.Value());
+    static constexpr std::string_view kBytesHelp =
+        "Bytes evicted: size (size_bytes) or counted (counted_bytes).";
+    const std::array<MetricLabel, 1> size = {MetricLabel{"measure", "size"}};
+    const std::array<MetricLabel, 1> counted = {
+        MetricLabel{"measure", "counted"}};
+    visitor.CounterValue("cairn_eviction_evicted_bytes_total", kBytesHelp,
+                         evicted_size_bytes_.Value(), size);
+    visitor.CounterValue("cairn_eviction_evicted_bytes_total", kBytesHelp,
+                         evicted_counted_bytes_.Value(), counted);
+    visitor.CounterValue(
+        "cairn_eviction_skipped_total",
+        "Candidates that changed since the census and were kept (V2).",
+        skipped_.Value());
+    static constexpr std::string_view kOffloadHelp =
+        "Offload hand-offs by result (a group's members count as one).";
+    const std::array<MetricLabel, 1> accepted = {
+        MetricLabel{"result", "accepted"}};
+    const std::array<MetricLabel, 1> refused = {
+        MetricLabel{"result", "refused"}};
+    visitor.CounterValue("cairn_eviction_offloads_total", kOffloadHelp,
+                         offload_accepted_.Value(), accepted);
+    visitor.CounterValue("cairn_eviction_offloads_total", kOffloadHelp,
+                         offload_refused_.Value(), refused);
+    visitor.CounterValue(
+        "cairn_eviction_log_refusals_total",
+        "Cycles stopped because the durable log refused a reservation.",
+        log_refusals_.Value());
+  }
 
   // The kernel: evicts from `dirs` until `target_bytes` (measured by
   // `measure`) are freed with unpinned candidates, then, if fewer than
@@ -155,6 +222,7 @@ class Evictor {
                        std::uint64_t lower_bound_bytes, Measure measure) {
     EvictionResult result;
     if (target_bytes == 0 && lower_bound_bytes == 0) return result;
+    cycles_.Add();
     // Candidates whose offload was refused (and kept) are not offered again
     // by a later census round of this call.
     Refused refused;
@@ -359,6 +427,7 @@ class Evictor {
                      const Refused& refused, Selection* unpinned,
                      Selection* soft_pinned, EvictionResult* result) {
     ++result->census_rounds;
+    census_rounds_.Add();
     // Group dedupe: one candidate per (directory, group); its bytes add up
     // the members the census saw. Groups are ranked once the census is
     // over, when a blocked member is known.
@@ -436,6 +505,7 @@ class Evictor {
                const std::vector<Candidate>& ranked, bool soft,
                std::uint64_t goal, Measure measure, Refused& refused,
                EvictionResult* result) {
+    (soft ? soft_passes_ : unpinned_passes_).Add();
     std::vector<Evicted> out;
     for (const Candidate& c : ranked) {
       if (result->freed_bytes >= goal) return;
@@ -458,18 +528,31 @@ class Evictor {
         // The durable log refused the reservation: stop here, leaving this
         // and every later candidate as they are.
         result->status = std::move(log_refused);
+        log_refusals_.Add();
         return;
       }
       if (code != StatusCode::kOk) {
-        if (code == StatusCode::kAborted) ++result->skipped;
+        if (code == StatusCode::kAborted) {
+          ++result->skipped;
+          skipped_.Add();
+        }
         continue;
       }
       result->evicted_objects += out.size();
-      if (c.handle->group() != nullptr) ++result->evicted_groups;
-      for (const Evicted& x : out) {
-        result->freed_bytes +=
-            measure == Measure::kSizeBytes ? x.size_bytes : x.counted_bytes;
+      evicted_objects_.Add(out.size());
+      if (c.handle->group() != nullptr) {
+        ++result->evicted_groups;
+        evicted_groups_.Add();
       }
+      std::uint64_t size = 0;
+      std::uint64_t counted = 0;
+      for (const Evicted& x : out) {
+        size += x.size_bytes;
+        counted += x.counted_bytes;
+      }
+      evicted_size_bytes_.Add(size);
+      evicted_counted_bytes_.Add(counted);
+      result->freed_bytes += measure == Measure::kSizeBytes ? size : counted;
       if (options_.on_evicted) {
         options_.on_evicted(std::span<Evicted>(out.data(), out.size()));
       }
@@ -490,13 +573,29 @@ class Evictor {
     }
     if (accepted) {
       ++result->offloaded;
+      offload_accepted_.Add();
       return true;
     }
     ++result->offload_refused;
+    offload_refused_.Add();
     return options_.force_evict;
   }
 
   const Options options_;
+  // Metrics (VisitMetrics): summed over every cycle; each add is made where
+  // the cycle's EvictionResult field moves.
+  Counter cycles_;
+  Counter census_rounds_;
+  Counter unpinned_passes_;
+  Counter soft_passes_;
+  Counter evicted_objects_;
+  Counter evicted_groups_;
+  Counter evicted_size_bytes_;
+  Counter evicted_counted_bytes_;
+  Counter skipped_;
+  Counter offload_accepted_;
+  Counter offload_refused_;
+  Counter log_refusals_;
 };
 
 CAIRN_NAMESPACE_END

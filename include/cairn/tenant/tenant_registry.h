@@ -30,10 +30,16 @@
 // or tenant work; the old snapshot is retired after it is released. Lock
 // order: registry writer -> (nothing); tenant work (group -> members) runs
 // with no registry lock held (docs/concurrency.md).
+//
+// Metrics: VisitMetrics() reports the cairn_tenant_* metrics and, for each
+// tenant, its quota and its directory's cairn_directory_* metrics labelled
+// tenant="<name>" (docs/metrics.md).
 
 #ifndef CAIRN_TENANT_TENANT_REGISTRY_H_
 #define CAIRN_TENANT_TENANT_REGISTRY_H_
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +56,7 @@
 #include <vector>
 
 #include "cairn/base/internal/hash.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -314,6 +321,74 @@ class TenantRegistry {
   EpochDomain& route_domain() const noexcept { return *route_domain_; }
   EpochDomain& registry_domain() const noexcept { return registry_domain_; }
 
+  // Reports the cairn_tenant_* metrics (docs/metrics.md, "Tenants") to
+  // `visitor`: the tenant count, creations, failed creations and removals;
+  // then, for each tenant of one snapshot in name order, its quota (limit,
+  // charged, committed, pending, deficit, refusals) and its directory's
+  // metrics (GroupDirectory::VisitMetrics) with the label tenant="<name>"
+  // placed first. The tenant list is copied (one owner copy per tenant)
+  // inside one guard of the registry domain, which is left before the first
+  // Visit: no registry lock or guard is held while the visitor runs, so the
+  // visitor may call this registry, and a tenant removed meanwhile is still
+  // reported by this call (its handle keeps it alive). Allocates the copied
+  // list. Not for use inside WithTenant (it enters the registry domain).
+  void VisitMetrics(MetricVisitor& visitor) const {
+    std::vector<Handle> tenants = Tenants();
+    std::sort(
+        tenants.begin(), tenants.end(),
+        [](const Handle& a, const Handle& b) { return a->name() < b->name(); });
+    visitor.GaugeValue("cairn_tenant_tenants",
+                       "Tenants in the registry (the default one too).",
+                       static_cast<double>(tenants.size()));
+    visitor.CounterValue(
+        "cairn_tenant_created_total",
+        "Tenant instances published (GetOrCreate misses, restores).",
+        created_.Value());
+    visitor.CounterValue(
+        "cairn_tenant_create_failures_total",
+        "GetOrCreate creations that failed (factory error or throw, log, "
+        "memory).",
+        create_failures_.Value());
+    visitor.CounterValue("cairn_tenant_removed_total",
+                         "Tenant instances removed.", removed_.Value());
+    for (const Handle& t : tenants) {
+      const std::array<MetricLabel, 1> label = {
+          MetricLabel{"tenant", t->name()}};
+      const QuotaAccount& quota = t->quota();
+      const std::uint64_t limit = quota.limit();
+      const std::uint64_t charged = quota.charged();
+      // Racing reads: pending may briefly exceed what the charge read shows.
+      const std::uint64_t pending =
+          std::min(t->directory().pending_charge_bytes(), charged);
+      visitor.GaugeValue(
+          "cairn_tenant_quota_limit_bytes",
+          "The tenant's quota limit in counted bytes (+Inf: unlimited).",
+          limit == QuotaAccount::kUnlimited
+              ? std::numeric_limits<double>::infinity()
+              : static_cast<double>(limit),
+          label);
+      visitor.GaugeValue("cairn_tenant_quota_charged_bytes",
+                         "Counted bytes charged to the tenant's quota.",
+                         static_cast<double>(charged), label);
+      visitor.GaugeValue(
+          "cairn_tenant_quota_committed_bytes",
+          "Charged bytes of committed objects (charged minus pending).",
+          static_cast<double>(charged - pending), label);
+      visitor.GaugeValue("cairn_tenant_quota_pending_bytes",
+                         "Charged bytes of pending puts and staged upserts.",
+                         static_cast<double>(pending), label);
+      visitor.GaugeValue("cairn_tenant_quota_deficit_bytes",
+                         "Charged bytes over the limit (0 within it).",
+                         static_cast<double>(quota.deficit()), label);
+      visitor.CounterValue(
+          "cairn_tenant_quota_refusals_total",
+          "Creates, pending creates and upserts the tenant's quota refused.",
+          t->directory().quota_refusals(), label);
+      LabelScope scoped(visitor, label);
+      t->directory().VisitMetrics(scoped);
+    }
+  }
+
  private:
   friend class RegistryHooks;
 
@@ -396,6 +471,7 @@ class TenantRegistry {
       current_.store(next.release(), std::memory_order_release);
     }
     removed->quota().CloseAdmission();
+    removed_.Add();
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
     step.Finalize();
@@ -462,6 +538,7 @@ class TenantRegistry {
         creating_.erase(c);
       }
     }
+    if (!outcome.status.ok()) create_failures_.Add();
     promise.set_value(outcome);
     if (!outcome.status.ok()) return outcome.status;
     return outcome.tenant;
@@ -524,6 +601,7 @@ class TenantRegistry {
         old = s;
         current_.store(next.release(), std::memory_order_release);
       }
+      created_.Add();
       registry_domain_.RetireReserved(std::move(budget).value(),
                                       const_cast<Snapshot*>(old),
                                       &DeleteSnapshot);
@@ -579,6 +657,7 @@ class TenantRegistry {
         creating_.erase(c);
       }
     }
+    created_.Add();
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
     step.Finalize();
@@ -600,6 +679,10 @@ class TenantRegistry {
       creating_ CAIRN_GUARDED_BY(mu_);
   std::atomic<TenantInstanceId> next_instance_{1};
   Handle default_;
+  // Metrics (VisitMetrics): registry writes only, so plain counters.
+  Counter created_;
+  Counter create_failures_;
+  Counter removed_;
 };
 
 CAIRN_NAMESPACE_END
