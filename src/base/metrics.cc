@@ -13,11 +13,10 @@ CAIRN_NAMESPACE_BEGIN
 
 namespace metrics_internal {
 
-std::uint32_t ThreadStripe() noexcept {
+std::uint32_t AssignThreadStripe() noexcept {
   static std::atomic<std::uint32_t> next{0};
-  thread_local const std::uint32_t stripe =
-      next.fetch_add(1, std::memory_order_relaxed) & 0xffffu;
-  return stripe;
+  thread_stripe = next.fetch_add(1, std::memory_order_relaxed) & 0xffffu;
+  return thread_stripe;
 }
 
 }  // namespace metrics_internal

@@ -4,7 +4,6 @@
 #include "cairn/flush/log_store.h"
 
 #include <algorithm>
-#include <chrono>
 #include <iterator>
 #include <new>
 #include <string>
@@ -24,12 +23,6 @@ constexpr std::uint64_t kPartitionSeed = 0x9e3779b97f4a7c15ull;
 // How far the durable boundary runs ahead of a block's header on disk
 // before a flush rewrites the header hint (docs/flush.md, Format).
 constexpr std::uint32_t kLogHintStride = 256 * 1024;
-
-std::int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -136,6 +129,7 @@ LogStore::LogStore(std::string dir, const LogStoreOptions& options, Env* env,
     : dir_(std::move(dir)),
       options_(options),
       env_(env),
+      clock_(options.clock != nullptr ? options.clock : Clock::Steady()),
       lock_(std::move(dir_lock)),
       log_(std::move(log)) {
   ScanHashMapOptions map_options;
@@ -486,6 +480,7 @@ Status LogStore::MakeRoom() {
   // it appends, and so does every later one until a flush succeeds: memory
   // stays bounded.
   MutexLock flush_lock(&flush_mu_);
+  backpressure_flushes_.Add();
   try {
     return FlushLocked(nullptr, /*all_headers=*/false);
   } catch (const std::bad_alloc&) {
@@ -495,26 +490,50 @@ Status LogStore::MakeRoom() {
 
 Status LogStore::Set(std::uint32_t db, std::string_view key,
                      std::string_view value) {
-  return SetImpl(db, key, value, nullptr);
+  Status s = SetImpl(db, key, value, nullptr);
+  ops_.Add(s.ok() ? kSetOk : kSetFailed);
+  return s;
 }
 
 Status LogStore::SetDurable(std::uint32_t db, std::string_view key,
                             std::string_view value) {
   const std::uint64_t failures = FailuresSoFar();
   std::uint64_t end = 0;
-  CAIRN_RETURN_IF_ERROR(SetImpl(db, key, value, &end));
-  return WaitDurable(end, failures, nullptr);
+  Status s = SetImpl(db, key, value, &end);
+  ops_.Add(s.ok() ? kSetOk : kSetFailed);
+  if (!s.ok()) return s;
+  return TimedWait(end, failures, nullptr);
 }
 
 Status LogStore::Del(std::uint32_t db, std::string_view key) {
   return DelImpl(db, key, nullptr);
 }
 
+Status LogStore::DelImpl(std::uint32_t db, std::string_view key,
+                         std::uint64_t* end) {
+  Status s = DelUncounted(db, key, end);
+  ops_.Add(s.ok()                                 ? kDelOk
+           : s.code() == StatusCode::kNotFound ? kDelMissing
+                                               : kDelFailed);
+  return s;
+}
+
+Status LogStore::TimedWait(std::uint64_t target, std::uint64_t failures,
+                           FlushReport* report) {
+  const std::int64_t start = clock_->NowNanos();
+  Status s = WaitDurable(target, failures, report);
+  durable_wait_seconds_.Record(
+      static_cast<std::uint64_t>(clock_->NowNanos() - start));
+  durable_waits_.Add();
+  if (!s.ok()) durable_wait_failures_.Add();
+  return s;
+}
+
 Status LogStore::DelDurable(std::uint32_t db, std::string_view key) {
   const std::uint64_t failures = FailuresSoFar();
   std::uint64_t end = 0;
   CAIRN_RETURN_IF_ERROR(DelImpl(db, key, &end));
-  return WaitDurable(end, failures, nullptr);
+  return TimedWait(end, failures, nullptr);
 }
 
 Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
@@ -566,8 +585,8 @@ Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
   return Status();
 }
 
-Status LogStore::DelImpl(std::uint32_t db, std::string_view key,
-                         std::uint64_t* end) {
+Status LogStore::DelUncounted(std::uint32_t db, std::string_view key,
+                              std::uint64_t* end) {
   if (closed_.load(std::memory_order_acquire)) {
     return FailedPreconditionError("store is closed");
   }
@@ -619,7 +638,81 @@ Status LogStore::FlushDb(std::uint32_t db) {
   }
   UnlockAllPartitions();
   dropped.clear();  // frees the populations outside the locks
+  if (status.ok()) flushdbs_.Add();
   return status;
+}
+
+void LogStore::VisitMetrics(MetricVisitor& visitor,
+                            std::span<const MetricLabel> labels) const {
+  LabelScope v(visitor, labels);
+  auto op = [&](std::string_view name, std::string_view help, Op a,
+                std::string_view a_result, Op b, std::string_view b_result,
+                Op c, std::string_view c_result) {
+    const MetricLabel la[] = {{"result", a_result}};
+    const MetricLabel lb[] = {{"result", b_result}};
+    const MetricLabel lc[] = {{"result", c_result}};
+    v.CounterValue(name, help, ops_.Value(a), la);
+    v.CounterValue(name, help, ops_.Value(b), lb);
+    if (c != kOps) v.CounterValue(name, help, ops_.Value(c), lc);
+  };
+  op("cairn_logstore_sets_total", "Set and SetDurable calls, by result.",
+     kSetOk, "ok", kSetFailed, "error", kOps, "");
+  op("cairn_logstore_deletes_total", "Del and DelDurable calls, by result.",
+     kDelOk, "ok", kDelMissing, "not_found", kDelFailed, "error");
+  op("cairn_logstore_gets_total", "Get calls, by result.", kGetHit, "hit",
+     kGetMiss, "miss", kGetFailed, "error");
+  v.CounterValue("cairn_logstore_flushdbs_total",
+                 "FlushDb calls that dropped a database.", flushdbs_.Value());
+  v.CounterValue("cairn_logstore_durable_waits_total",
+                 "SetDurable, DelDurable and Flush waits for durability.",
+                 durable_waits_.Value());
+  v.CounterValue("cairn_logstore_durable_wait_failures_total",
+                 "Durable waits that returned an error (a failed sync).",
+                 durable_wait_failures_.Value());
+  v.HistogramValue("cairn_logstore_durable_wait_seconds",
+                   "Time from the append to the acknowledgement of a durable "
+                   "wait (its group's writes and sync included).",
+                   durable_wait_seconds_.Snapshot());
+  v.CounterValue("cairn_logstore_flushes_total",
+                 "Flushes run (by a group leader, back-pressure, checkpoint "
+                 "or close).",
+                 flushes_.Value());
+  v.CounterValue("cairn_logstore_flush_failures_total",
+                 "Flushes that returned an error.", flush_failures_.Value());
+  v.CounterValue("cairn_logstore_backpressure_flushes_total",
+                 "Flushes a writer ran because max_sealed_blocks full blocks "
+                 "were waiting.",
+                 backpressure_flushes_.Value());
+  v.CounterValue("cairn_logstore_syncs_total", "fdatasync calls on the log.",
+                 syncs_.Value());
+  v.CounterValue("cairn_logstore_written_bytes_total",
+                 "Record bytes written to the log by flushes.",
+                 bytes_written_.Value());
+  v.HistogramValue("cairn_logstore_flush_io_seconds",
+                   "Time of a flush's writes and its one sync.",
+                   flush_io_seconds_.Snapshot());
+  v.CounterValue("cairn_logstore_checkpoints_total",
+                 "Checkpoints written or attempted.", checkpoints_.Value());
+  v.CounterValue("cairn_logstore_checkpoint_failures_total",
+                 "Checkpoints that returned an error.",
+                 checkpoint_failures_.Value());
+  v.HistogramValue("cairn_logstore_checkpoint_seconds",
+                   "Time of a checkpoint, while every writer waits.",
+                   checkpoint_seconds_.Snapshot());
+  v.GaugeValue("cairn_logstore_sealed_blocks",
+               "Full blocks waiting for a flush.",
+               static_cast<double>(
+                   sealed_blocks_.load(std::memory_order_relaxed)));
+  const std::uint64_t mark = watermark_.load(std::memory_order_acquire);
+  v.GaugeValue("cairn_logstore_durable_block",
+               "Block of the durable watermark.",
+               static_cast<double>(mark >> 32));
+  v.GaugeValue("cairn_logstore_recovered_records",
+               "Records replayed from the log by Open.",
+               static_cast<double>(recovery_.records_replayed));
+  v.GaugeValue("cairn_logstore_recovered_torn_tail_bytes",
+               "Bytes past the last valid record that Open cut off.",
+               static_cast<double>(recovery_.torn_tail_bytes));
 }
 
 void LogStore::LockAllPartitions() {
@@ -669,6 +762,15 @@ Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
 
 Status LogStore::Get(std::uint32_t db, std::string_view key,
                      std::string* value) {
+  Status s = GetUncounted(db, key, value);
+  ops_.Add(s.ok()                                 ? kGetHit
+           : s.code() == StatusCode::kNotFound ? kGetMiss
+                                               : kGetFailed);
+  return s;
+}
+
+Status LogStore::GetUncounted(std::uint32_t db, std::string_view key,
+                              std::string* value) {
   CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
   Partition& part = *partitions_[PartitionOf(key)];
   RecordLocation loc;
@@ -769,7 +871,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
   }
   // The bytes below each snapshot never change again: no lock. Every write,
   // then one sync: the records are the commit point, the headers hints.
-  const std::int64_t start = NowNanos();
+  const std::int64_t start = clock_->NowNanos();
   Status s;
   std::uint64_t position = 0;  // the furthest record end attempted
   for (BlockWrite& w : writes) {
@@ -788,7 +890,8 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     s = log_->Sync();
     if (report != nullptr) ++report->syncs;
   }
-  const std::int64_t io = NowNanos() - start;
+  const std::int64_t io = clock_->NowNanos() - start;
+  flush_io_seconds_.Record(static_cast<std::uint64_t>(io));
   // Attempted positions cover every record below the last snapshot, also
   // those of blocks a failed write never reached.
   for (const BlockWrite& w : writes) {
@@ -897,7 +1000,7 @@ void LogStore::RunPasses(std::vector<FlushedBatch>& batches,
 
 void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
                                 FlushReport* report) {
-  const std::int64_t start = NowNanos();
+  const std::int64_t start = clock_->NowNanos();
   ReceiptPassStats total;
   const std::uint32_t databases = options_.databases;
   std::vector<FlushReceipt> sorted;
@@ -926,7 +1029,7 @@ void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
   }
   if (report != nullptr) {
     report->pass.Add(total);
-    report->pass_nanos += static_cast<std::uint64_t>(NowNanos() - start);
+    report->pass_nanos += static_cast<std::uint64_t>(clock_->NowNanos() - start);
   }
 }
 
@@ -959,7 +1062,15 @@ Status LogStore::FlushLocked(FlushReport* report, bool all_headers) {
   ReleaseFlushedBlocks();
   AddReport(totals_, local);
   if (report != nullptr) AddReport(*report, local);
+  CountFlush(local, s);
   return s;
+}
+
+void LogStore::CountFlush(const FlushReport& report, const Status& s) {
+  flushes_.Add();
+  if (!s.ok()) flush_failures_.Add();
+  syncs_.Add(report.syncs);
+  bytes_written_.Add(report.bytes_written);
 }
 
 void LogStore::AddReport(FlushReport& into, const FlushReport& r) {
@@ -1005,7 +1116,7 @@ Status LogStore::Flush(FlushReport* report) {
       }
     }
   }
-  return WaitDurable(target, failures, report);
+  return TimedWait(target, failures, report);
 }
 
 Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
@@ -1045,6 +1156,7 @@ Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
 }
 
 Status LogStore::CheckpointLocked() {
+  const std::int64_t start = clock_->NowNanos();
   std::vector<FlushedBatch> batches;
   FlushReport local;
   LockAllPartitions();
@@ -1070,6 +1182,11 @@ Status LogStore::CheckpointLocked() {
   RunPasses(batches, &local);
   ReleaseFlushedBlocks();
   AddReport(totals_, local);
+  CountFlush(local, s);
+  checkpoints_.Add();
+  if (!s.ok()) checkpoint_failures_.Add();
+  checkpoint_seconds_.Record(
+      static_cast<std::uint64_t>(clock_->NowNanos() - start));
   return s;
 }
 

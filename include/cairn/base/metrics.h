@@ -103,9 +103,17 @@ class Counter {
 };
 
 namespace metrics_internal {
+inline constexpr std::uint32_t kNoStripe = UINT32_MAX;
+// Assigns the calling thread's stripe (round robin) and returns it.
+std::uint32_t AssignThreadStripe() noexcept;
+// Constant-initialised, so reading it is one thread-local load.
+inline thread_local std::uint32_t thread_stripe = kNoStripe;
 // This thread's stripe, in [0, 2^16): assigned round robin on a thread's
 // first call, so threads created together land on different stripes.
-std::uint32_t ThreadStripe() noexcept;
+inline std::uint32_t ThreadStripe() noexcept {
+  const std::uint32_t s = thread_stripe;
+  return s != kNoStripe ? s : AssignThreadStripe();
+}
 }  // namespace metrics_internal
 
 // N counters, each kept in kStripes cache-line-aligned stripes; a thread

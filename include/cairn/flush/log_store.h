@@ -62,11 +62,14 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cairn/base/clock.h"
 #include "cairn/base/env.h"
+#include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/thread_annotations.h"
@@ -103,6 +106,9 @@ struct LogStoreOptions {
   // The file layer the log and the checkpoint go through; null means
   // Env::Default(). Not owned: it must outlive the store.
   Env* env = nullptr;
+  // Times flushes, checkpoints and durable waits (the report's nanoseconds
+  // and the metrics' histograms); null means Clock::Steady(). Not owned.
+  const Clock* clock = nullptr;
 };
 
 // What Open found and did.
@@ -202,6 +208,16 @@ class LogStore {
   // checkpoint and close flushes). Waits for a flush in progress.
   FlushReport FlushTotals() CAIRN_EXCLUDES(flush_mu_);
 
+  // Reports the store's metrics (docs/metrics.md, "LogStore"):
+  // cairn_logstore_* operation counts by result, durable waits, flushes,
+  // syncs, bytes, checkpoints, their latency histograms and gauges of the
+  // recovery and the sealed blocks waiting, each with `labels` first. Takes
+  // no lock; the counts are relaxed sums (docs/metrics.md). The operation
+  // counters sit on per-thread stripes, so Get and Set write no line that
+  // other threads' counters share.
+  void VisitMetrics(MetricVisitor& visitor,
+                    std::span<const MetricLabel> labels = {}) const;
+
   const LogStoreRecovery& recovery() const noexcept { return recovery_; }
   const LogStoreOptions& options() const noexcept { return options_; }
   std::size_t block_bytes() const noexcept { return log_->block_bytes(); }
@@ -252,6 +268,10 @@ class LogStore {
   Status SetImpl(std::uint32_t db, std::string_view key, std::string_view value,
                  std::uint64_t* end);
   Status DelImpl(std::uint32_t db, std::string_view key, std::uint64_t* end);
+  Status DelUncounted(std::uint32_t db, std::string_view key,
+                      std::uint64_t* end);
+  Status GetUncounted(std::uint32_t db, std::string_view key,
+                      std::string* value);
   static std::uint64_t EndOf(const RecordLocation& loc) noexcept;
   // Group commit: the failures counted so far (read before an append), and
   // the wait until `target` is durable or a sync covering it failed after
@@ -291,15 +311,34 @@ class LogStore {
       CAIRN_REQUIRES(flush_mu_);
   void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
   static void AddReport(FlushReport& into, const FlushReport& r);
+  // The metrics of one flush (a checkpoint's included).
+  void CountFlush(const FlushReport& report, const Status& s);
   Status FlushLocked(FlushReport* report, bool all_headers)
       CAIRN_REQUIRES(flush_mu_);
   Status CheckpointLocked() CAIRN_REQUIRES(flush_mu_);
   void LockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
   void UnlockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
 
+  // Operation counters (metrics), indices into ops_.
+  enum Op : std::size_t {
+    kSetOk,
+    kSetFailed,
+    kDelOk,
+    kDelMissing,
+    kDelFailed,
+    kGetHit,
+    kGetMiss,
+    kGetFailed,
+    kOps,
+  };
+  // Counts and times a SetDurable/DelDurable/Flush wait.
+  Status TimedWait(std::uint64_t target, std::uint64_t failures,
+                   FlushReport* report) CAIRN_EXCLUDES(group_mu_, flush_mu_);
+
   const std::string dir_;
   const LogStoreOptions options_;
   Env* const env_;                        // options_.env, or Env::Default()
+  const Clock* const clock_;              // options_.clock, or Steady()
   const std::unique_ptr<FileLock> lock_;  // dir_/LOCK, held while open
   const std::unique_ptr<BlockLog> log_;
   std::vector<std::unique_ptr<Partition>> partitions_;
@@ -326,6 +365,23 @@ class LogStore {
   std::atomic<std::uint64_t> watermark_{0};
   std::atomic<std::size_t> sealed_blocks_{0};
   std::atomic<bool> closed_{true};  // false once Open recovered
+
+  // Metrics (VisitMetrics). Operations on per-thread stripes; the rest are
+  // counted where a lock or I/O is taken anyway.
+  StripedCounters<kOps> ops_;
+  Counter durable_waits_;
+  Counter durable_wait_failures_;
+  Counter flushes_;        // FlushLocked and checkpoint flushes
+  Counter flush_failures_;
+  Counter backpressure_flushes_;
+  Counter syncs_;
+  Counter bytes_written_;
+  Counter checkpoints_;
+  Counter checkpoint_failures_;
+  Counter flushdbs_;
+  Histogram flush_io_seconds_{1e-9};  // writes + the one sync of a flush
+  Histogram checkpoint_seconds_{1e-9};
+  Histogram durable_wait_seconds_{1e-9};
 };
 
 CAIRN_NAMESPACE_END
