@@ -43,11 +43,12 @@
 // Thread safety. A map is owned by one thread (the owner). Every mutating call
 // (Insert, Upsert, Erase, ReplaceValue, Maintain, PreallocateForExpectedSize,
 // Detach) is owner-only. Const calls (Find, FindBatch, FindAddress, Scan,
-// ScanStable, prefetch hints, size and memory queries) touch no state, so any
-// number of threads may run them concurrently with each other while no
-// mutating call runs (tested under TSan); a const call concurrent with a
-// mutating call is a data race. Callbacks passed to Scan and ScanStable must
-// not call mutating methods of the same map. The map has no locks and no
+// ScanStable, ForEachUntil, prefetch hints, size and memory queries) touch
+// no state, so any number of threads may run them concurrently with each
+// other while no mutating call runs (tested under TSan); a const call
+// concurrent with a mutating call is a data race. Callbacks passed to Scan,
+// ScanStable and ForEachUntil must not call mutating methods of the same
+// map. The map has no locks and no
 // synchronisation of its own. A map is neither copyable nor movable
 // (entries and cursors refer to it); hold it by value or through a pointer.
 //
@@ -248,6 +249,10 @@ struct StableScanCursor {
   std::uint64_t bucket = 0;
   bool done = false;
 };
+
+// What a ForEachUntil callback returns: go on to the next entry, or stop
+// the traversal there.
+enum class ScanControl : std::uint8_t { kContinue, kStop };
 
 template <typename Value>
 class ScanHashMap;
@@ -710,6 +715,39 @@ class ScanHashMap {
       ++n;
     }
     return Outcome::kOk;
+  }
+
+  // Visits every entry once, in table order, calling fn(const Entry&), which
+  // returns ScanControl::kStop to end the traversal at that entry or
+  // kContinue to go on. Returns true if fn stopped it, false if every entry
+  // was visited (an empty map: false, fn never called). Both tables are
+  // walked during a rehash; each entry lives in exactly one of them, so
+  // every entry is visited exactly once. One call is one pass: there is no
+  // cursor to resume from (use Scan or ScanStable for that). Const: never
+  // allocates, never steps the rehash; fn must not mutate the map. O(size +
+  // buckets) for a full pass, less when stopped early.
+  template <typename Fn>
+  bool ForEachUntil(Fn&& fn) const {
+    static_assert(
+        std::is_same_v<std::invoke_result_t<Fn&, const Entry&>, ScanControl>,
+        "ForEachUntil: fn(const Entry&) returns ScanControl");
+    const int tables = storage_.rehashing ? 2 : 1;
+    for (int t = 0; t < tables; ++t) {
+      const Table& table = storage_.tables[t];
+      for (std::uint64_t i = 0; i < table.bucket_count(); ++i) {
+        for (const Bucket* b = &table.buckets[i]; b != nullptr; b = Child(*b)) {
+          for (int slot = 0; slot < index_internal::kSlotsPerBucket; ++slot) {
+            const std::uint32_t handle = b->handles[slot];
+            if (handle == 0) continue;
+            if (fn(static_cast<const Entry&>(*EntryAt(handle))) ==
+                ScanControl::kStop) {
+              return true;
+            }
+          }
+        }
+      }
+    }
+    return false;
   }
 
   // --- Introspection (const) ------------------------------------------------
