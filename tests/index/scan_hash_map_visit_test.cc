@@ -2,11 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // ScanHashMap traversals beyond Scan/ScanStable: ForEachUntil (a visitor
-// that can stop early).
+// that can stop early) and SampleRandom (uniform random sampling).
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -152,6 +154,167 @@ TEST(ScanHashMapVisitTest, ForEachUntilDuringRehash) {
     ASSERT_EQ(map.Maintain(1), Outcome::kOk);
   }
   ExpectEachOnce(map, model);
+}
+
+// --- SampleRandom ------------------------------------------------------------
+
+// Upper critical value of chi-squared with `df` degrees of freedom at
+// z standard deviations (Wilson-Hilferty); z = 4 is p ~ 3e-5.
+double ChiSquaredCritical(double df, double z = 4.0) {
+  const double a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+// Draws `per_entry` * size samples with a fixed seed; returns chi-squared
+// of the counts against the uniform distribution over the map's entries.
+// Fails if a sample is not an entry of the map.
+double SampleChiSquared(const Map& map, std::uint64_t seed, int per_entry) {
+  std::map<std::string, std::uint64_t> counts;
+  map.ForEachUntil([&](const Map::Entry& e) {
+    counts[std::string(e.key())] = 0;
+    return ScanControl::kContinue;
+  });
+  std::mt19937_64 rng(seed);
+  const std::size_t draws = map.size() * static_cast<std::size_t>(per_entry);
+  std::size_t emitted = 0;
+  EXPECT_EQ(map.SampleRandom(rng, draws,
+                             [&](const Map::Entry& e) {
+                               auto it = counts.find(std::string(e.key()));
+                               EXPECT_NE(it, counts.end()) << e.key();
+                               if (it != counts.end()) ++it->second;
+                               ++emitted;
+                             }),
+            draws);
+  EXPECT_EQ(emitted, draws);
+  double chi2 = 0;
+  for (const auto& [key, n] : counts) {
+    const double d = static_cast<double>(n) - per_entry;
+    chi2 += d * d / per_entry;
+  }
+  return chi2;
+}
+
+// Keys of `map` whose hash routes to bucket `bucket` of a 2^bits table.
+std::vector<std::string> KeysInBucket(const Map& map, std::uint32_t bucket,
+                                      int bits, std::size_t count,
+                                      std::uint64_t& next) {
+  std::vector<std::string> keys;
+  const std::uint32_t mask = (std::uint32_t{1} << bits) - 1;
+  while (keys.size() < count) {
+    std::string key = Key(next++);
+    if ((Map::Hash32(map.HashOf(key)) & mask) == bucket) {
+      keys.push_back(std::move(key));
+    }
+  }
+  return keys;
+}
+
+TEST(ScanHashMapSampleTest, EmptyMapAndZeroDrawsEmitNothing) {
+  Map map(Options());
+  std::mt19937_64 rng(1);
+  int calls = 0;
+  const auto count = [&](const Map::Entry&) { ++calls; };
+  EXPECT_EQ(map.SampleRandom(rng, 10, count), 0u);  // no table yet
+  ASSERT_EQ(map.PreallocateForExpectedSize(9 << 12), Outcome::kOk);
+  EXPECT_EQ(map.SampleRandom(rng, 10, count), 0u);  // large empty table
+  ASSERT_TRUE(map.Insert("a", Loc{1}).ok());
+  EXPECT_EQ(map.SampleRandom(rng, 0, count), 0u);
+  ASSERT_EQ(map.Erase("a"), Outcome::kOk);
+  EXPECT_EQ(map.SampleRandom(rng, 10, count), 0u);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(ScanHashMapSampleTest, SingleEntryIsAlwaysDrawn) {
+  Map map(Options());
+  ASSERT_TRUE(map.Insert("only", Loc{7}).ok());
+  std::mt19937_64 rng(2);
+  std::size_t calls = 0;
+  EXPECT_EQ(map.SampleRandom(rng, 100,
+                             [&](const Map::Entry& e) {
+                               EXPECT_EQ(e.key(), "only");
+                               ++calls;
+                             }),
+            100u);
+  EXPECT_EQ(calls, 100u);
+}
+
+// A nearly empty large table (4096 buckets, 2 entries): the grid is sparse,
+// so every draw takes the fallback, which terminates and finds both.
+TEST(ScanHashMapSampleTest, NearlyEmptyLargeTableTerminatesAndFindsAll) {
+  Map map(Options());
+  ASSERT_EQ(map.PreallocateForExpectedSize(9 << 12), Outcome::kOk);
+  ASSERT_EQ(map.exponent(), 12);
+  ASSERT_TRUE(map.Insert("first", Loc{1}).ok());
+  std::mt19937_64 rng(3);
+  std::size_t calls = 0;
+  EXPECT_EQ(map.SampleRandom(rng, 50,
+                             [&](const Map::Entry& e) {
+                               EXPECT_EQ(e.key(), "first");
+                               ++calls;
+                             }),
+            50u);
+  EXPECT_EQ(calls, 50u);
+  ASSERT_TRUE(map.Insert("second", Loc{2}).ok());
+  std::set<std::string> seen;
+  EXPECT_EQ(map.SampleRandom(
+                rng, 200, [&](const Map::Entry& e) { seen.emplace(e.key()); }),
+            200u);
+  EXPECT_EQ(seen, (std::set<std::string>{"first", "second"}));
+}
+
+// 64 entries in a 4-bucket table: 40 in one chain (4 buckets), 8 in each of
+// the others. Picking a chain and then an entry in it would draw the long
+// chain's entries 5x less often than the rest.
+TEST(ScanHashMapSampleTest, UniformOverSkewedChains) {
+  Map map(Options(/*max_exponent=*/2));
+  std::uint64_t next = 0;
+  std::vector<std::string> keys = KeysInBucket(map, 0, 2, 40, next);
+  for (std::uint32_t b = 1; b < 4; ++b) {
+    for (std::string& k : KeysInBucket(map, b, 2, 8, next)) {
+      keys.push_back(std::move(k));
+    }
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(map.Insert(keys[i], Loc{i}).ok());
+  }
+  while (Peer::IsRehashing(map)) ASSERT_EQ(map.Maintain(), Outcome::kOk);
+  ASSERT_EQ(map.exponent(), 2);
+  ASSERT_EQ(map.size(), 64u);
+  ASSERT_GE(Peer::ChainBuckets(map), 3u) << "the long chain has 4 buckets";
+  const double chi2 = SampleChiSquared(map, 0xC0FFEE, 400);
+  EXPECT_LT(chi2, ChiSquaredCritical(63)) << "chi2=" << chi2;
+}
+
+// During a grow, at every rehash position: entries in the old table's
+// unmoved chains (one of them 3 buckets long) and in the new table are
+// drawn uniformly.
+TEST(ScanHashMapSampleTest, UniformAtEveryRehashPosition) {
+  Map map(Options());
+  ASSERT_EQ(map.PreallocateForExpectedSize(9 * 4), Outcome::kOk);
+  ASSERT_EQ(map.exponent(), 2);
+  std::uint64_t next = 0;
+  // 28 keys of old bucket 3 (the last to move): a 3-bucket chain.
+  std::uint64_t value = 0;
+  for (const std::string& k : KeysInBucket(map, 3, 2, 28, next)) {
+    ASSERT_TRUE(map.Insert(k, Loc{value++}).ok());
+  }
+  while (!Peer::IsRehashing(map)) {
+    ASSERT_TRUE(map.Insert(Key(next++), Loc{value++}).ok());
+  }
+  ASSERT_EQ(Peer::RehashIndex(map), 0u);
+  std::set<std::uint64_t> positions;
+  std::uint64_t seed = 100;
+  while (Peer::IsRehashing(map)) {
+    positions.insert(Peer::RehashIndex(map));
+    const double chi2 = SampleChiSquared(map, seed++, 300);
+    EXPECT_LT(chi2, ChiSquaredCritical(static_cast<double>(map.size() - 1)))
+        << "chi2=" << chi2 << " at rehash position " << Peer::RehashIndex(map);
+    ASSERT_EQ(map.Maintain(1), Outcome::kOk);
+  }
+  EXPECT_EQ(positions.size(), 4u);
+  const double chi2 = SampleChiSquared(map, seed, 300);
+  EXPECT_LT(chi2, ChiSquaredCritical(static_cast<double>(map.size() - 1)))
+      << "chi2=" << chi2 << " after the rehash";
 }
 
 }  // namespace
