@@ -43,10 +43,11 @@
 // Thread safety. A map is owned by one thread (the owner). Every mutating call
 // (Insert, Upsert, Erase, ReplaceValue, Maintain, PreallocateForExpectedSize,
 // Detach) is owner-only. Const calls (Find, FindBatch, FindAddress, Scan,
-// ScanStable, prefetch hints, size and memory queries) touch no state, so any
-// number of threads may run them concurrently with each other while no
-// mutating call runs (tested under TSan); a const call concurrent with a
-// mutating call is a data race. Callbacks passed to Scan and ScanStable must
+// ScanStable, ForEachUntil, SampleRandom, prefetch hints, size and memory
+// queries) touch no state, so any number of threads may run them
+// concurrently with each other while no mutating call runs (tested under
+// TSan); a const call concurrent with a mutating call is a data race.
+// Callbacks passed to Scan, ScanStable, ForEachUntil and SampleRandom must
 // not call mutating methods of the same map. The map has no locks and no
 // synchronisation of its own. A map is neither copyable nor movable
 // (entries and cursors refer to it); hold it by value or through a pointer.
@@ -72,6 +73,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <random>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -248,6 +250,10 @@ struct StableScanCursor {
   std::uint64_t bucket = 0;
   bool done = false;
 };
+
+// What a ForEachUntil callback returns: go on to the next entry, or stop
+// the traversal there.
+enum class ScanControl : std::uint8_t { kContinue, kStop };
 
 template <typename Value>
 class ScanHashMap;
@@ -642,6 +648,7 @@ class ScanHashMap {
   [[nodiscard]] ScanHashMapPopulation Detach() noexcept {
     ScanHashMapPopulation out(std::move(storage_));
     storage_ = index_internal::Storage(allocator_);
+    chain_bound_[0] = chain_bound_[1] = 1;
     ++generation_;
     ++version_;
     return out;
@@ -710,6 +717,94 @@ class ScanHashMap {
       ++n;
     }
     return Outcome::kOk;
+  }
+
+  // Visits every entry once, in table order, calling fn(const Entry&), which
+  // returns ScanControl::kStop to end the traversal at that entry or
+  // kContinue to go on. Returns true if fn stopped it, false if every entry
+  // was visited (an empty map: false, fn never called). Both tables are
+  // walked during a rehash; each entry lives in exactly one of them, so
+  // every entry is visited exactly once. One call is one pass: there is no
+  // cursor to resume from (use Scan or ScanStable for that). Const: never
+  // allocates, never steps the rehash; fn must not mutate the map. O(size +
+  // buckets) for a full pass, less when stopped early.
+  template <typename Fn>
+  bool ForEachUntil(Fn&& fn) const {
+    static_assert(
+        std::is_same_v<std::invoke_result_t<Fn&, const Entry&>, ScanControl>,
+        "ForEachUntil: fn(const Entry&) returns ScanControl");
+    const int tables = storage_.rehashing ? 2 : 1;
+    for (int t = 0; t < tables; ++t) {
+      const Table& table = storage_.tables[t];
+      for (std::uint64_t i = 0; i < table.bucket_count(); ++i) {
+        for (const Bucket* b = &table.buckets[i]; b != nullptr; b = Child(*b)) {
+          for (int slot = 0; slot < index_internal::kSlotsPerBucket; ++slot) {
+            const std::uint32_t handle = b->handles[slot];
+            if (handle == 0) continue;
+            if (fn(static_cast<const Entry&>(*EntryAt(handle))) ==
+                ScanControl::kStop) {
+              return true;
+            }
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  // Uniform random sampling, with replacement: emits n entries to
+  // fn(const Entry&), each drawn independently and uniformly at random over
+  // the map's entries (so an entry may come more than once), using
+  // `rng`, a uniform random bit generator (std::mt19937_64, say) that the
+  // caller owns and seeds. Returns the number emitted: n, or 0 on an empty
+  // map (fn never called). For eviction sampling and a RANDOMKEY.
+  //
+  // Method: rejection over a virtual grid. Each table contributes its
+  // buckets (during a rehash, the old table only from the rehash position
+  // on: the chains before it are empty) times chain_bound * 12 slot
+  // positions, where chain_bound is an upper bound on the length, in
+  // buckets, of any chain of that table. A probe draws one grid position
+  // uniformly and accepts it if that slot of that chain exists and is
+  // occupied. Every entry occupies exactly one position, so every accepted
+  // probe is uniform over the entries whatever the chain lengths, across
+  // both tables during a rehash.
+  //
+  // Bounds. A draw gives up after kSampleMaxProbes probes; and when the grid
+  // has more than kSampleSparseRatio positions per entry (a nearly empty
+  // large table: after a Preallocate, or mass erases outrunning the shrink)
+  // every draw skips the probes. Such a draw takes the first non-empty chain
+  // at or after a uniformly random grid bucket (wrapping around) and a
+  // uniformly random entry of that chain. That fallback is NOT uniform: a
+  // chain is chosen in proportion to the run of empty buckets before it
+  // plus one, and an entry of a long chain less often than one of a short
+  // chain. It costs up to one pass over the buckets. When probes are used
+  // (at most 64 positions per entry) a draw falls back with probability
+  // below 1e-7; at the map's normal load (3/12 to 9/12 of the slots used,
+  // chains of one or two buckets) a draw takes about 1.3 to 8 probes and
+  // falls back with probability below 1e-50.
+  //
+  // Const: reads only; never allocates, never steps the rehash. fn must not
+  // mutate the map. Safe concurrently with other const calls if each thread
+  // uses its own rng.
+  static constexpr std::size_t kSampleMaxProbes = 1024;
+  static constexpr std::uint64_t kSampleSparseRatio = 64;
+  template <typename Rng, typename Fn>
+  std::size_t SampleRandom(Rng& rng, std::size_t n, Fn&& fn) const {
+    if (storage_.size == 0 || n == 0) return 0;
+    const SampleGrid grid = MakeSampleGrid();
+    const bool sparse = grid.positions == 0 ||
+                        grid.positions / storage_.size > kSampleSparseRatio;
+    for (std::size_t drawn = 0; drawn < n; ++drawn) {
+      std::uint32_t handle = 0;
+      for (std::size_t probe = 0; !sparse && probe < kSampleMaxProbes;
+           ++probe) {
+        handle = ProbeSampleGrid(grid, UniformBelow(rng, grid.positions));
+        if (handle != 0) break;
+      }
+      if (handle == 0) handle = SampleFromRandomChain(grid, rng);
+      fn(static_cast<const Entry&>(*EntryAt(handle)));
+    }
+    return n;
   }
 
   // --- Introspection (const) ------------------------------------------------
@@ -805,6 +900,90 @@ class ScanHashMap {
     return count;
   }
 
+  // The sampling grid of SampleRandom: the old table's buckets from
+  // `first0` on (all of them when not rehashing), then, during a rehash, the
+  // new table's; each bucket spans its table's chain bound * 12 positions.
+  // positions == 0 if the product would overflow (never for a map that
+  // fits in memory; the fallback then serves every draw).
+  struct SampleGrid {
+    std::uint64_t first0 = 0;
+    std::uint64_t buckets0 = 0;  // old-table buckets in the grid
+    std::uint64_t buckets1 = 0;  // new-table buckets (rehash only)
+    std::uint64_t span0 = 0;     // positions per old-table bucket
+    std::uint64_t span1 = 0;     // positions per new-table bucket
+    std::uint64_t positions = 0;
+  };
+  SampleGrid MakeSampleGrid() const noexcept {
+    SampleGrid g;
+    g.first0 = storage_.rehashing ? storage_.rehash_index : 0;
+    g.buckets0 = storage_.tables[0].bucket_count() - g.first0;
+    g.buckets1 = storage_.rehashing ? storage_.tables[1].bucket_count() : 0;
+    g.span0 = std::uint64_t{chain_bound_[0]} * index_internal::kSlotsPerBucket;
+    g.span1 = std::uint64_t{chain_bound_[1]} * index_internal::kSlotsPerBucket;
+    constexpr std::uint64_t kMax = ~std::uint64_t{0};
+    if (g.buckets0 > kMax / g.span0 || g.buckets1 > kMax / g.span1 ||
+        g.buckets0 * g.span0 > kMax - g.buckets1 * g.span1) {
+      return g;
+    }
+    g.positions = g.buckets0 * g.span0 + g.buckets1 * g.span1;
+    return g;
+  }
+  // The handle at grid position `v`, or 0 (past the chain's end, or empty).
+  std::uint32_t ProbeSampleGrid(const SampleGrid& g,
+                                std::uint64_t v) const noexcept {
+    const Table* table = &storage_.tables[0];
+    std::uint64_t bucket;
+    std::uint64_t slot;
+    if (v < g.buckets0 * g.span0) {
+      bucket = g.first0 + v / g.span0;
+      slot = v % g.span0;
+    } else {
+      v -= g.buckets0 * g.span0;
+      table = &storage_.tables[1];
+      bucket = v / g.span1;
+      slot = v % g.span1;
+    }
+    const Bucket* b = &table->buckets[bucket];
+    for (std::uint64_t depth = slot / index_internal::kSlotsPerBucket;
+         depth > 0; --depth) {
+      b = Child(*b);
+      if (b == nullptr) return 0;
+    }
+    return b->handles[slot % index_internal::kSlotsPerBucket];
+  }
+  // The fallback draw: a uniformly random entry of the first non-empty
+  // chain at or after a uniformly random grid bucket. The map is not empty.
+  template <typename Rng>
+  std::uint32_t SampleFromRandomChain(const SampleGrid& g, Rng& rng) const {
+    const std::uint64_t total = g.buckets0 + g.buckets1;
+    std::uint64_t at = UniformBelow(rng, total);
+    for (std::uint64_t walked = 0; walked < total; ++walked) {
+      const Bucket* head = at < g.buckets0
+                               ? &storage_.tables[0].buckets[g.first0 + at]
+                               : &storage_.tables[1].buckets[at - g.buckets0];
+      std::uint64_t count = 0;
+      for (const Bucket* b = head; b != nullptr; b = Child(*b)) {
+        count += static_cast<std::uint64_t>(
+            std::popcount(index_internal::OccupiedSlots(*b)));
+      }
+      if (count != 0) {
+        std::uint64_t pick = UniformBelow(rng, count);
+        for (const Bucket* b = head; b != nullptr; b = Child(*b)) {
+          for (int slot = 0; slot < index_internal::kSlotsPerBucket; ++slot) {
+            if (b->handles[slot] != 0 && pick-- == 0) return b->handles[slot];
+          }
+        }
+      }
+      at = at + 1 == total ? 0 : at + 1;
+    }
+    CAIRN_CHECK_MSG(false, "ScanHashMap: sample of a non-empty map found none");
+    return 0;
+  }
+  template <typename Rng>
+  static std::uint64_t UniformBelow(Rng& rng, std::uint64_t bound) {
+    return std::uniform_int_distribution<std::uint64_t>(0, bound - 1)(rng);
+  }
+
   // Prefetches every cache line of an entry of `bytes` bytes.
   void PrefetchEntry(std::uint32_t handle, std::size_t bytes) const noexcept {
     const char* entry =
@@ -892,18 +1071,19 @@ class ScanHashMap {
 
   // Puts (tag, handle) in the first free slot of the chain at `index`,
   // extending the chain by one pool bucket if it is full. The caller has
-  // reserved that bucket (checked).
-  void Place(Table& table, std::uint32_t index, std::uint8_t tag,
-             std::uint32_t handle) noexcept {
+  // reserved that bucket (checked). Returns the 1-based position, in
+  // buckets, of the bucket it wrote (for chain_bound_).
+  std::uint32_t Place(Table& table, std::uint32_t index, std::uint8_t tag,
+                      std::uint32_t handle) noexcept {
     Bucket* b = &table.buckets[index];
-    for (;;) {
+    for (std::uint32_t depth = 1;; ++depth) {
       const std::uint32_t free =
           ~index_internal::OccupiedSlots(*b) & index_internal::kAllSlotsMask;
       if (free != 0) {
         const int slot = std::countr_zero(free);
         b->tags[slot] = tag;
         b->handles[slot] = handle;
-        return;
+        return depth;
       }
       if (b->child == 0) {
         const std::uint32_t id = storage_.pool.Acquire();
@@ -948,7 +1128,7 @@ class ScanHashMap {
     std::memcpy(static_cast<char*>(memory) + Entry::kKeyOffset, key.data(),
                 key.size());
     Table& table = storage_.tables[target];
-    Place(table, index, TagOf(hash), handle);
+    RaiseChainBound(target, Place(table, index, TagOf(hash), handle));
     ++table.used;
     ++storage_.size;
     ++version_;
@@ -991,9 +1171,11 @@ class ScanHashMap {
     if (t0.used == 0) {  // nothing to move: switch at once
       storage_.FreeTable(t0);
       t0 = fresh;
+      chain_bound_[0] = 1;
       return true;
     }
     storage_.tables[1] = fresh;
+    chain_bound_[1] = 1;
     storage_.rehashing = true;
     storage_.rehash_index = 0;
     return true;
@@ -1054,7 +1236,7 @@ class ScanHashMap {
         if (handle == 0) continue;
         const std::uint32_t index =
             Hash32(HashOf(EntryAt(handle)->key())) & to.mask();
-        Place(to, index, b->tags[i], handle);
+        RaiseChainBound(1, Place(to, index, b->tags[i], handle));
       }
     }
     ReleaseOverflow(*head);
@@ -1066,10 +1248,15 @@ class ScanHashMap {
     if (++storage_.rehash_index == from.bucket_count()) {
       storage_.FreeTable(from);
       from = std::exchange(to, Table{});
+      chain_bound_[0] = std::exchange(chain_bound_[1], 1);
       storage_.rehashing = false;
       storage_.rehash_index = 0;
     }
     return true;
+  }
+
+  void RaiseChainBound(int table, std::uint32_t depth) noexcept {
+    chain_bound_[table] = std::max(chain_bound_[table], depth);
   }
 
   // Returns the overflow buckets of the chain at `head` to the pool.
@@ -1113,11 +1300,14 @@ class ScanHashMap {
       return false;
     }
     // Nothing below can fail.
+    std::uint32_t bound = 1;
     for (int t = 0; t < tables; ++t) {
       ForEachHandle(
           storage_.tables[t], [&](const Bucket& b, int slot, std::uint32_t h) {
-            Place(fresh, Hash32(HashOf(EntryAt(h)->key())) & fresh.mask(),
-                  b.tags[slot], h);
+            bound = std::max(
+                bound,
+                Place(fresh, Hash32(HashOf(EntryAt(h)->key())) & fresh.mask(),
+                      b.tags[slot], h));
           });
       Table& old = storage_.tables[t];
       for (std::uint64_t i = 0; i < old.bucket_count(); ++i) {
@@ -1127,6 +1317,8 @@ class ScanHashMap {
     }
     fresh.used = storage_.size;
     storage_.tables[0] = fresh;
+    chain_bound_[0] = bound;
+    chain_bound_[1] = 1;
     storage_.rehashing = false;
     storage_.rehash_index = 0;
     ++stats_.rehashes_started;
@@ -1201,6 +1393,10 @@ class ScanHashMap {
   IndexAllocator* const allocator_;
   std::uint64_t generation_ = 0;
   std::uint64_t version_ = 0;  // bumped by every mutation (ScanStable)
+  // Per table, an upper bound on any chain's length in buckets: raised by
+  // every Place, reset when the table is replaced, never lowered while it
+  // lives (erase only shortens chains). SampleRandom's grid height.
+  std::uint32_t chain_bound_[2] = {1, 1};
   ScanHashMapStats stats_;
   index_internal::Storage storage_;
 };
