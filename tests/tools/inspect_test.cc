@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <sstream>
@@ -19,7 +21,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cairn/base/internal/coding.h"
 #include "cairn/directory/durable_log.h"
+#include "cairn/flush/block_log.h"
 #include "cairn/flush/internal/checkpoint.h"
 #include "cairn/flush/log_format.h"
 #include "cairn/flush/log_store.h"
@@ -433,15 +437,16 @@ std::string KeyOf(int i) { return "k" + std::to_string(100 + i); }
 
 // 20 keys (1000-byte values, 1020-byte records) over several 4 KiB data
 // areas, 5 of them written twice, then a checkpoint; then 3 more sets that
-// only replay would see. A flush after the ninth set leaves block 2 with an
-// older header (1 record) in one slot and its final one in the other.
+// only replay would see. Four records fill a data area (4080 bytes of
+// record space), so blocks 0 .. 5 end with a seal record at 4080 and block
+// 6 holds the last 4 records. Checkpoint and Close write every block's
+// header (format 2 writes them lazily, as hints).
 void WriteStore(const std::string& dir) {
   auto store = LogStore::Open(dir, StoreOptions());
   ASSERT_TRUE(store.ok()) << store.status().message();
   const std::string value(kValueBytes, 'v');
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE((*store)->Set(i % 2, KeyOf(i), value).ok());
-    // Block 2 gets a header for its first record, then one for all four.
     if (i == 8) {
       ASSERT_TRUE((*store)->Flush().ok());
     }
@@ -457,9 +462,25 @@ void WriteStore(const std::string& dir) {
 }
 
 constexpr std::uint64_t kRecordBytes = kLogRecordHeaderBytes + 4 + kValueBytes;
+// Where a full block's seal record sits in its data area.
+constexpr std::uint64_t kSealOffset = 4 * kRecordBytes;
+static_assert(kSealOffset + kLogSealRecordBytes <= LogDataBytes(kBlockBytes));
+static_assert(5 * kRecordBytes > LogRecordSpace(kBlockBytes));
 
+std::uint64_t BlockOffset(std::uint64_t block) {
+  return kLogFileHeaderBytes + block * kBlockBytes;
+}
 std::uint64_t DataOffset(std::uint64_t block) {
-  return kLogFileHeaderBytes + block * kBlockBytes + kLogBlockDataOffset;
+  return BlockOffset(block) + kLogBlockDataOffset;
+}
+
+// Makes both header slots of `block` invalid (as if never written).
+void WipeHeaders(const std::string& log, std::uint64_t block) {
+  std::string bytes = ReadWholeFile(log);
+  ASSERT_LE(BlockOffset(block) + kLogBlockDataOffset, bytes.size());
+  std::fill_n(bytes.begin() + static_cast<std::ptrdiff_t>(BlockOffset(block)),
+              kLogBlockDataOffset, '\0');
+  WriteWholeFile(log, bytes);
 }
 
 TEST(InspectTest, LogStoreVerifiesAndCountsLiveBytesPerBlock) {
@@ -468,14 +489,17 @@ TEST(InspectTest, LogStoreVerifiesAndCountsLiveBytesPerBlock) {
   WriteStore(store);
   Output verify = Inspect({"verify", store});
   EXPECT_EQ(verify.exit, kExitOk) << verify.out;
-  EXPECT_NE(verify.Line("format").find("kind=log_store_directory version=1"),
-            std::string::npos);
+  EXPECT_NE(verify.Line("format").find("kind=log_store_directory version=2 "
+                                       "supported=true"),
+            std::string::npos)
+      << verify.out;
+  EXPECT_EQ(verify.Line("torn_tail"), "");
   const std::string summary = verify.Line("block_log");
   EXPECT_EQ(Num(summary, "records"), 28);
-  EXPECT_EQ(Num(summary, "used_bytes"), 28 * kRecordBytes);
-  const std::int64_t blocks = Num(summary, "blocks");
-  // 4 records fit a 4 KiB data area.
-  EXPECT_EQ(blocks, 7);
+  // 28 records and the seals of the 6 full blocks.
+  EXPECT_EQ(Num(summary, "used_bytes"),
+            28 * kRecordBytes + 6 * kLogSealRecordBytes);
+  EXPECT_EQ(Num(summary, "blocks"), 7);
 
   Output stat = Inspect({"stat", store});
   ASSERT_EQ(stat.exit, kExitOk) << stat.out;
@@ -483,8 +507,19 @@ TEST(InspectTest, LogStoreVerifiesAndCountsLiveBytesPerBlock) {
   ASSERT_EQ(lines.size(), 7u);
   std::int64_t live = 0;
   std::int64_t live_records = 0;
-  for (const std::string& line : lines) {
-    EXPECT_EQ(Num(line, "used_bytes"), Num(line, "records") * kRecordBytes);
+  for (std::size_t b = 0; b < lines.size(); ++b) {
+    const std::string& line = lines[b];
+    const bool sealed = b < 6;
+    EXPECT_EQ(Num(line, "records"), 4) << line;
+    EXPECT_EQ(Num(line, "used_bytes"),
+              4 * kRecordBytes + (sealed ? kLogSealRecordBytes : 0))
+        << line;
+    EXPECT_NE(line.find(sealed ? "sealed=true" : "sealed=false"),
+              std::string::npos)
+        << line;
+    // Close wrote every block's header: each covers all its records.
+    EXPECT_NE(line.find("header=true"), std::string::npos) << line;
+    EXPECT_EQ(Num(line, "header_used_bytes"), Num(line, "used_bytes")) << line;
     live += Num(line, "checkpoint_live_bytes");
     live_records += Num(line, "checkpoint_live_records");
   }
@@ -504,6 +539,12 @@ TEST(InspectTest, LogStoreVerifiesAndCountsLiveBytesPerBlock) {
                                      "key=\"k100\" value_bytes=1000"),
             std::string::npos)
       << dump.Line("record");
+  const std::vector<std::string> seals = dump.Lines("seal");
+  ASSERT_EQ(seals.size(), 6u) << dump.out;
+  for (std::size_t b = 0; b < seals.size(); ++b) {
+    EXPECT_EQ(Num(seals[b], "block"), static_cast<std::int64_t>(b));
+    EXPECT_EQ(Num(seals[b], "offset"), static_cast<std::int64_t>(kSealOffset));
+  }
   EXPECT_EQ(Num(dump.Line("checkpoint"), "entries"), 20);
 }
 
@@ -512,7 +553,8 @@ TEST(InspectTest, BlockLogFlippedByteNamesTheBlockAndRecord) {
   const std::string store = dir.File("store");
   WriteStore(store);
   const std::string log = store + "/log";
-  // Block 2's second record, inside its value.
+  // Block 2's second record, inside its value: below the boundary of
+  // block 2's header, so damage (recovery returns kDataLoss), not a tail.
   const std::uint64_t record = DataOffset(2) + kRecordBytes;
   FlipByte(log, record + 200);
   for (const std::string& path : {store, log}) {
@@ -522,6 +564,8 @@ TEST(InspectTest, BlockLogFlippedByteNamesTheBlockAndRecord) {
     EXPECT_EQ(Num(damage, "offset"), static_cast<std::int64_t>(record))
         << damage;
     EXPECT_EQ(Num(damage, "block"), 2);
+    EXPECT_NE(damage.find("below the header's boundary"), std::string::npos)
+        << damage;
     EXPECT_NE(damage.find("checksum mismatch"), std::string::npos) << damage;
   }
 }
@@ -537,10 +581,21 @@ TEST(InspectTest, BlockLogCutBelowABoundaryIsDamage) {
   EXPECT_EQ(verify.exit, kExitDamaged) << verify.out;
   const std::string damage = verify.Line("damage");
   EXPECT_EQ(Num(damage, "block"), 6) << damage;
-  EXPECT_EQ(Num(damage, "offset"), static_cast<std::int64_t>(DataOffset(6)));
+  EXPECT_EQ(Num(damage, "offset"),
+            static_cast<std::int64_t>(DataOffset(6) + 10));
+  EXPECT_NE(damage.find("the file holds 10"), std::string::npos) << damage;
+  // The same with block 6's header gone is a torn tail: its first record
+  // is cut, nothing vouches for it.
+  WipeHeaders(log, 6);
+  Output torn = Inspect({"verify", log});
+  EXPECT_EQ(torn.exit, kExitOk) << torn.out;
+  EXPECT_EQ(Num(torn.Line("torn_tail"), "offset"),
+            static_cast<std::int64_t>(DataOffset(6)));
+  EXPECT_EQ(Num(torn.Line("torn_tail"), "bytes"), 10);
+  EXPECT_EQ(Num(torn.Line("block_log"), "records"), 24);
 }
 
-TEST(InspectTest, BlockLogDamagedHeaderBeforeLaterBlocksIsDamage) {
+TEST(InspectTest, BlockLogDamagedHeadersAreOnlyHints) {
   ScratchDir dir("inspect");
   const std::string store = dir.File("store");
   WriteStore(store);
@@ -548,26 +603,62 @@ TEST(InspectTest, BlockLogDamagedHeaderBeforeLaterBlocksIsDamage) {
   Output dump = Inspect({"dump", log});
   std::int64_t slot = -1;
   for (const std::string& line : dump.Lines("block")) {
-    if (Num(line, "block") == 2) {
-      EXPECT_EQ(Num(line, "sequence"), 2) << line;
-      slot = Num(line, "slot");
-    }
+    if (Num(line, "block") == 2) slot = Num(line, "slot");
   }
   ASSERT_GE(slot, 0) << dump.out;
-  // Block 2's newest header slot: recovery would fall back to the older
-  // one (1 record) and drop the 3 records after it, which later blocks
-  // follow, so the data past the old boundary is damage.
-  FlipByte(log, kLogFileHeaderBytes + 2 * kBlockBytes +
+  // Block 2's newest header slot: the records past the older slot's
+  // boundary (or past offset 0) validate themselves, the seal leads on to
+  // block 3, so nothing is lost (LogStoreTest.X10DamagedHeadersAreOnlyHints).
+  FlipByte(log, BlockOffset(2) +
                     static_cast<std::uint64_t>(slot) * kLogHeaderSlotBytes +
                     20);
+  Output verify = Inspect({"verify", log});
+  EXPECT_EQ(verify.exit, kExitOk) << verify.out;
+  EXPECT_EQ(verify.Line("damage"), "");
+  EXPECT_EQ(verify.Line("torn_tail"), "");
+  EXPECT_EQ(Num(verify.Line("block_log"), "records"), 28);
+  // And with both of its slots gone.
+  WipeHeaders(log, 2);
+  Output stat = Inspect({"stat", log});
+  EXPECT_EQ(stat.exit, kExitOk) << stat.out;
+  const std::vector<std::string> blocks = stat.Lines("block");
+  ASSERT_EQ(blocks.size(), 7u);
+  EXPECT_NE(blocks[2].find("header=false"), std::string::npos) << blocks[2];
+  EXPECT_NE(blocks[2].find("sealed=true"), std::string::npos) << blocks[2];
+  EXPECT_EQ(Num(blocks[2], "records"), 4);
+  EXPECT_EQ(Num(stat.Line("block_log"), "records"), 28);
+  // LogStore::Open agrees.
+  auto reopened = LogStore::Open(store, StoreOptions());
+  EXPECT_TRUE(reopened.ok()) << reopened.status().message();
+}
+
+TEST(InspectTest, BlockLogLostSealBeforeAHeaderedBlockIsDamage) {
+  ScratchDir dir("inspect");
+  const std::string store = dir.File("store");
+  WriteStore(store);
+  const std::string log = store + "/log";
+  // Without block 2's headers, a bad third record ends the scan there
+  // (block 2 has no valid seal, so it is the last block), but block 3 has a
+  // header: durable records were lost, as
+  // LogStoreTest.X10DamagedBlockBeforeAHeaderedBlockIsDataLoss says.
+  WipeHeaders(log, 2);
+  FlipByte(log, DataOffset(2) + 2 * kRecordBytes + 100);
   Output verify = Inspect({"verify", log});
   EXPECT_EQ(verify.exit, kExitDamaged) << verify.out;
   const std::string damage = verify.Line("damage");
   EXPECT_EQ(Num(damage, "block"), 2) << damage;
   EXPECT_EQ(Num(damage, "offset"),
-            static_cast<std::int64_t>(DataOffset(2) + kRecordBytes));
-  EXPECT_NE(damage.find("past block 2's durable boundary"), std::string::npos)
+            static_cast<std::int64_t>(DataOffset(2) + 2 * kRecordBytes));
+  EXPECT_NE(damage.find("without a seal but block 3 has a header"),
+            std::string::npos)
       << damage;
+  EXPECT_EQ(verify.Line("torn_tail"), "");
+  // LogStore::Open replays from the checkpoint (block 6) and never reads
+  // block 2; without the checkpoint it replays from block 0 and agrees.
+  std::filesystem::remove(flush_internal::CheckpointPath(store));
+  auto reopened = LogStore::Open(store, StoreOptions());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kDataLoss)
+      << reopened.status().message();
 }
 
 TEST(InspectTest, BlockLogTornTailIsANote) {
@@ -576,6 +667,7 @@ TEST(InspectTest, BlockLogTornTailIsANote) {
   WriteStore(store);
   const std::string log = store + "/log";
   const std::uint64_t size = std::filesystem::file_size(log);
+  EXPECT_EQ(size, DataOffset(6) + 4 * kRecordBytes);
   std::string bytes = ReadWholeFile(log);
   bytes.append(100, 'x');
   WriteWholeFile(log, bytes);
@@ -584,6 +676,143 @@ TEST(InspectTest, BlockLogTornTailIsANote) {
   const std::string torn = verify.Line("torn_tail");
   EXPECT_EQ(Num(torn, "offset"), static_cast<std::int64_t>(size));
   EXPECT_EQ(Num(torn, "bytes"), 100);
+  EXPECT_EQ(Num(verify.Line("block_log"), "records"), 28);
+}
+
+// A log written with the library's BlockLog and LogBlockBuffer as a crash
+// may leave it: block 0's only header names its first record, but the
+// block was filled and sealed past it and block 1 holds one more record,
+// with no header (format 2 writes headers lazily). The scan goes past the
+// hint, through the seal, into block 1.
+TEST(InspectTest, BlockLogSealPastTheHeaderHintLeadsToTheNextBlock) {
+  ScratchDir dir("inspect");
+  const std::string path = dir.File("log");
+  BlockLogOptions options;
+  options.block_bytes = kBlockBytes;
+  options.sync = false;
+  std::uint64_t log_id = 0;
+  std::uint32_t hint = 0;
+  {
+    auto log = BlockLog::Create(path, options);
+    ASSERT_TRUE(log.ok()) << log.status().message();
+    log_id = (*log)->log_id();
+    LogBlockBuffer b0(0, (*log)->data_bytes(), log_id);
+    ASSERT_TRUE(b0.ok());
+    const std::string value(kValueBytes, 'v');
+    b0.Append(LogRecordType::kSet, 0, "k000", value);
+    const LogBlockHeader first = b0.HeaderAtUsed(1);
+    hint = first.used_bytes;
+    int n = 1;
+    for (; b0.Fits(kRecordBytes); ++n) {
+      b0.Append(LogRecordType::kSet, 1, "k00" + std::to_string(n), value);
+    }
+    ASSERT_EQ(n, 4);
+    b0.Seal();
+    ASSERT_TRUE((*log)->WriteData(0, 0, b0.data(), b0.used()).ok());
+    ASSERT_TRUE((*log)->WriteHeader(first).ok());
+    LogBlockBuffer b1(1, (*log)->data_bytes(), log_id);
+    ASSERT_TRUE(b1.ok());
+    b1.Append(LogRecordType::kDelete, 1, "k001", "");
+    ASSERT_TRUE((*log)->WriteData(1, 0, b1.data(), b1.used()).ok());
+  }
+  Output stat = Inspect({"stat", path});
+  EXPECT_EQ(stat.exit, kExitOk) << stat.out;
+  EXPECT_EQ(stat.Line("torn_tail"), "") << stat.out;
+  const std::vector<std::string> blocks = stat.Lines("block");
+  ASSERT_EQ(blocks.size(), 2u) << stat.out;
+  EXPECT_EQ(Num(blocks[0], "header_used_bytes"), hint);
+  EXPECT_EQ(Num(blocks[0], "used_bytes"),
+            static_cast<std::int64_t>(kSealOffset + kLogSealRecordBytes));
+  EXPECT_NE(blocks[0].find("sealed=true"), std::string::npos) << blocks[0];
+  EXPECT_NE(blocks[1].find("header=false"), std::string::npos) << blocks[1];
+  EXPECT_EQ(Num(blocks[1], "records"), 1);
+  EXPECT_NE(blocks[1].find("sealed=false"), std::string::npos) << blocks[1];
+  EXPECT_EQ(Num(stat.Line("block_log"), "records"), 5);
+  // The id from the file header (a u64, so compared as text).
+  EXPECT_NE(
+      stat.Line("block_log").find(" log_id=" + std::to_string(log_id) + " "),
+      std::string::npos)
+      << stat.out;
+
+  Output dump = Inspect({"dump", path});
+  ASSERT_EQ(dump.exit, kExitOk) << dump.out;
+  EXPECT_EQ(Num(dump.Line("seal"), "offset"),
+            static_cast<std::int64_t>(kSealOffset));
+  const std::vector<std::string> records = dump.Lines("record");
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_NE(records[4].find("block=1 offset=0 op=delete db=1 key=\"k001\""),
+            std::string::npos)
+      << records[4];
+
+  // Garbage after block 1's record is a torn tail, where recovery cuts.
+  const std::uint64_t end = DataOffset(1) + LogRecordBytes(4, 0);
+  ASSERT_EQ(std::filesystem::file_size(path), end);
+  std::string bytes = ReadWholeFile(path);
+  bytes.append(40, 'x');
+  WriteWholeFile(path, bytes);
+  Output torn = Inspect({"verify", path});
+  EXPECT_EQ(torn.exit, kExitOk) << torn.out;
+  EXPECT_EQ(Num(torn.Line("torn_tail"), "offset"),
+            static_cast<std::int64_t>(end));
+  EXPECT_EQ(Num(torn.Line("torn_tail"), "bytes"), 40);
+
+  // A flipped byte in block 0's seal, past the hint: block 0 becomes the
+  // last block, and block 1's record is a torn tail, not damage.
+  FlipByte(path, DataOffset(0) + kSealOffset + 6);
+  Output unsealed = Inspect({"verify", path});
+  EXPECT_EQ(unsealed.exit, kExitOk) << unsealed.out;
+  EXPECT_EQ(Num(unsealed.Line("torn_tail"), "offset"),
+            static_cast<std::int64_t>(DataOffset(0) + kSealOffset));
+  EXPECT_EQ(Num(unsealed.Line("block_log"), "records"), 4);
+  // Unless block 1 has a header: then block 0 lost a durable seal.
+  {
+    auto log = BlockLog::Open(path, options);
+    ASSERT_TRUE(log.ok());
+    LogBlockBuffer b1(1, (*log)->data_bytes(), log_id);
+    ASSERT_TRUE(b1.ok());
+    b1.Append(LogRecordType::kDelete, 1, "k001", "");
+    ASSERT_TRUE((*log)->WriteHeader(b1.HeaderAtUsed(1)).ok());
+  }
+  Output lost = Inspect({"verify", path});
+  EXPECT_EQ(lost.exit, kExitDamaged) << lost.out;
+  EXPECT_EQ(Num(lost.Line("damage"), "block"), 0);
+  EXPECT_NE(lost.Line("damage").find("block 1 has a header"), std::string::npos)
+      << lost.out;
+}
+
+// A record with the right bytes at another seat (another offset, as a
+// stale copy would sit) does not pass: the seat seeds its checksum.
+TEST(InspectTest, BlockLogRecordAtAnotherSeatIsATornTail) {
+  ScratchDir dir("inspect");
+  const std::string path = dir.File("log");
+  BlockLogOptions options;
+  options.block_bytes = kBlockBytes;
+  options.sync = false;
+  auto log = BlockLog::Create(path, options);
+  ASSERT_TRUE(log.ok());
+  LogBlockBuffer b0(0, (*log)->data_bytes(), (*log)->log_id());
+  ASSERT_TRUE(b0.ok());
+  b0.Append(LogRecordType::kSet, 0, "a", "1");
+  const std::uint32_t one = b0.used();
+  ASSERT_TRUE((*log)->WriteData(0, 0, b0.data(), one).ok());
+  // The first record's bytes again, right after it.
+  ASSERT_TRUE((*log)->WriteData(0, one, b0.data(), one).ok());
+  Output verify = Inspect({"verify", path});
+  EXPECT_EQ(verify.exit, kExitOk) << verify.out;
+  EXPECT_EQ(Num(verify.Line("block_log"), "records"), 1);
+  EXPECT_EQ(Num(verify.Line("torn_tail"), "offset"),
+            static_cast<std::int64_t>(DataOffset(0) + one));
+  // Under a header that vouches for both, the copy is damage.
+  LogBlockHeader header = b0.HeaderAtUsed(1);
+  header.used_bytes = 2 * one;
+  header.record_count = 2;
+  ASSERT_TRUE((*log)->WriteHeader(header).ok());
+  Output damaged = Inspect({"verify", path});
+  EXPECT_EQ(damaged.exit, kExitDamaged) << damaged.out;
+  EXPECT_EQ(Num(damaged.Line("damage"), "offset"),
+            static_cast<std::int64_t>(DataOffset(0) + one));
+  EXPECT_NE(damaged.Line("damage").find("checksum mismatch"), std::string::npos)
+      << damaged.out;
 }
 
 TEST(InspectTest, CheckpointAloneAndDamaged) {
@@ -646,16 +875,38 @@ TEST(InspectTest, CheckpointEntryDamageIsReportedAtTheEntry) {
 
 TEST(InspectTest, BlockLogOfAnotherVersionIsUnsupported) {
   ScratchDir dir("inspect");
-  const std::string path = dir.File("log");
+  // An intact version 1 log (its file header sealed after 24 bytes, no log
+  // id), which the library refuses: identified, and unsupported.
+  const std::string v1_path = dir.File("v1");
+  std::string v1(kLogFileHeaderBytes, '\0');
+  base_internal::StoreFixed<std::uint64_t>(v1.data(), kLogFileMagic);
+  base_internal::StoreFixed<std::uint32_t>(v1.data() + 8, 1);
+  base_internal::StoreFixed<std::uint32_t>(v1.data() + 12, 4096);
+  base_internal::StoreFixed<std::uint64_t>(v1.data() + 16, kBlockBytes);
+  base_internal::SealRegion(v1.data(), 24, 0x66696c65);  // v1's "file" seed
+  WriteWholeFile(v1_path, v1);
+  for (const char* command : {"identify", "verify", "dump", "stat"}) {
+    Output r = Inspect({command, v1_path});
+    EXPECT_EQ(r.exit, kExitUnreadable) << command << "\n" << r.out;
+    EXPECT_NE(r.Line("format").find("kind=block_log version=1 "
+                                    "supported=false"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.Line("unsupported").find("version 1"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.Line("result").find("status=unsupported"), std::string::npos);
+  }
+  // A newer one, written by the library's encoder.
+  const std::string v3_path = dir.File("v3");
   std::string header(kLogFileHeaderBytes, '\0');
   EncodeLogFileHeader(
-      kBlockBytes,
+      {kBlockBytes, 7},
       std::span<char, kLogFileHeaderBytes>(header.data(), header.size()),
       kLogFormatVersion + 1);
-  WriteWholeFile(path, header);
-  Output verify = Inspect({"verify", path});
+  WriteWholeFile(v3_path, header);
+  Output verify = Inspect({"verify", v3_path});
   EXPECT_EQ(verify.exit, kExitUnreadable) << verify.out;
-  EXPECT_NE(verify.Line("format").find("kind=block_log version=2 "
+  EXPECT_NE(verify.Line("format").find("kind=block_log version=3 "
                                        "supported=false"),
             std::string::npos);
 }

@@ -602,24 +602,26 @@ std::string_view LogTypeName(LogRecordType type) {
       return "delete";
     case LogRecordType::kFlushDb:
       return "flush_db";
+    case LogRecordType::kSeal:
+      return "seal";
   }
   return "unknown";
 }
 
-// A window over one block's data area below its boundary: holds the
-// record being decoded and read-ahead, never more than max(1 MiB, the
-// largest record) bytes.
+// A window over the bytes of one block's data area that the file holds
+// (`avail`): holds the record being decoded and read-ahead, never more
+// than max(1 MiB, the largest record) bytes.
 class BlockWindow {
  public:
-  BlockWindow(const BlockLog& log, std::uint64_t block, std::uint32_t used)
-      : log_(log), block_(block), used_(used) {}
+  BlockWindow(const BlockLog& log, std::uint64_t block, std::size_t avail)
+      : log_(log), block_(block), avail_(avail) {}
 
-  // Makes [offset, offset + n) readable through At(); the caller keeps n
-  // within the boundary.
+  // Makes [offset, offset + n) readable through Window(); the caller keeps
+  // offset + n within avail.
   Status Ensure(std::uint32_t offset, std::size_t n) {
     if (offset >= at_ && offset + n <= at_ + buf_.size()) return Status();
     const std::size_t want = std::max<std::size_t>(
-        n, std::min<std::size_t>(kReadBytes, used_ - offset));
+        n, std::min<std::size_t>(kReadBytes, avail_ - offset));
     buf_.resize(want);
     at_ = offset;
     return log_.ReadData(block_, offset, want, buf_.data());
@@ -632,16 +634,26 @@ class BlockWindow {
  private:
   const BlockLog& log_;
   const std::uint64_t block_;
-  const std::uint32_t used_;
+  const std::size_t avail_;
   std::vector<char> buf_;
   std::uint32_t at_ = 0;
+};
+
+// What the scan found in one block (every block up to the last).
+struct ScannedBlock {
+  bool has_header = false;
+  LogBlockHeader header;      // the newest valid slot, if has_header
+  std::uint32_t end = 0;      // where its valid records end (seal included)
+  std::uint32_t records = 0;  // records other than the seal
+  bool sealed = false;
 };
 
 struct BlockLogWalk {
   std::uint64_t block_bytes = 0;
   std::uint64_t file_bytes = 0;
-  std::uint64_t records = 0;
-  std::vector<std::uint32_t> used;  // per block with a durable header
+  std::uint64_t log_id = 0;
+  std::uint64_t records = 0;         // records other than seals
+  std::vector<ScannedBlock> blocks;  // block 0 .. the last block
   // The checkpoint position to check as a record boundary (LogStore).
   bool check_position = false;
   std::uint64_t position_block = 0;
@@ -649,47 +661,131 @@ struct BlockLogWalk {
   bool position_met = false;
 };
 
-using BlockFn = std::function<void(std::uint64_t, const LogBlockHeader&)>;
+// Called before a block's records with its newest valid header (null if
+// neither slot holds one).
+using BlockFn = std::function<void(std::uint64_t, const LogBlockHeader*)>;
 using LogRecordFn =
     std::function<void(std::uint64_t, std::uint32_t, const LogRecordView&)>;
 
-// The tail of `block` past its boundary, up to the end of its data area or
-// the file, must be zeros when later blocks follow (LogStore::Recover's
-// rule): data there means its newer header was damaged.
-Outcome CheckTailIsEmpty(const BlockLog& log, std::uint64_t block,
-                         std::uint32_t used, std::uint64_t file_bytes) {
-  const std::uint64_t data_begin = log.BlockOffset(block) + kLogBlockDataOffset;
-  const std::uint64_t end =
-      std::min<std::uint64_t>(data_begin + log.data_bytes(), file_bytes);
-  std::vector<char> chunk;
-  for (std::uint64_t at = data_begin + used; at < end;) {
-    const auto n =
-        static_cast<std::size_t>(std::min<std::uint64_t>(end - at, kReadBytes));
-    chunk.resize(n);
-    Status s = log.ReadData(block, static_cast<std::uint32_t>(at - data_begin),
-                            n, chunk.data());
-    if (!s.ok()) return InBlock(FromStatus(s, log.path(), true, at), block);
-    const auto nonzero = std::find_if(chunk.begin(), chunk.end(),
-                                      [](char c) { return c != '\0'; });
-    if (nonzero != chunk.end()) {
-      return BlockDamage(
-          log.path(), at + static_cast<std::uint64_t>(nonzero - chunk.begin()),
-          block,
-          "data past block " + std::to_string(block) +
-              "'s durable boundary while later blocks follow: its newer "
-              "header is damaged");
-    }
-    at += n;
+// Scans one block as LogStore::ScanBlock does: its newest valid header is a
+// hint; every record below its boundary must decode at its seat and the
+// count and chain must match the header there (else damage); past the
+// boundary the contiguous valid records are accepted up to the first that
+// does not decode (the torn tail) or a seal (the block is full).
+Outcome ScanBlock(const BlockLog& log, std::uint64_t block,
+                  const BlockFn& on_block, const LogRecordFn& on_record,
+                  BlockLogWalk* walk, ScannedBlock* scan) {
+  const std::string& path = log.path();
+  Result<LogBlockHeader> header = log.ReadHeader(block);
+  scan->has_header = header.ok();
+  if (!scan->has_header && header.status().code() != StatusCode::kNotFound) {
+    return InBlock(
+        FromStatus(header.status(), path, true, log.BlockOffset(block)), block);
   }
+  if (scan->has_header) scan->header = *header;
+  const std::uint64_t header_at =
+      log.BlockOffset(block) +
+      (scan->header.sequence % 2) * std::uint64_t{kLogHeaderSlotBytes};
+  const std::uint64_t data_at = log.BlockOffset(block) + kLogBlockDataOffset;
+  const std::size_t avail =
+      walk->file_bytes > data_at
+          ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                walk->file_bytes - data_at, log.data_bytes()))
+          : 0;
+  const std::uint32_t boundary = scan->has_header ? scan->header.used_bytes : 0;
+  if (boundary > avail) {
+    return BlockDamage(path, data_at + avail, block,
+                       "the header names " + std::to_string(boundary) +
+                           " bytes of the data area, the file holds " +
+                           std::to_string(avail));
+  }
+  if (on_block) on_block(block, scan->has_header ? &scan->header : nullptr);
+  BlockWindow window(log, block, avail);
+  const bool position_here =
+      walk->check_position && walk->position_block == block;
+  std::uint32_t offset = 0;
+  std::uint32_t previous = 0;
+  std::uint32_t count = 0;  // every record, the seal included (the chain's)
+  std::uint64_t chain = 0;
+  bool met_boundary = !scan->has_header;
+  for (;;) {
+    if (position_here && offset == walk->position_offset) {
+      walk->position_met = true;
+    }
+    if (scan->has_header && offset == boundary) {
+      // Below a header's boundary every record was synced before the
+      // header was written: they must all be there, matching its chain.
+      if (count != scan->header.record_count ||
+          chain != scan->header.chain_checksum) {
+        return BlockDamage(path, header_at, block,
+                           "chain mismatch: the header vouches for " +
+                               std::to_string(scan->header.record_count) +
+                               " records below offset " +
+                               std::to_string(boundary) + ", the data holds " +
+                               std::to_string(count) +
+                               (count == scan->header.record_count
+                                    ? " with another chain checksum"
+                                    : ""));
+      }
+      met_boundary = true;
+    }
+    if (scan->sealed || offset >= avail) break;
+    // Read what the record claims if the file holds it, else only its
+    // header (or what is left): DecodeLogRecord then says why it fails.
+    const std::size_t left = avail - offset;
+    std::size_t bytes = std::min(left, kLogRecordHeaderBytes);
+    if (Status s = window.Ensure(offset, bytes); !s.ok()) {
+      return InBlock(FromStatus(s, path, true, data_at + offset), block);
+    }
+    if (bytes == kLogRecordHeaderBytes) {
+      const std::size_t claimed = LogRecordBytesFromHeader(
+          window.Window(offset).first<kLogRecordHeaderBytes>());
+      if (claimed <= left) {
+        bytes = claimed;
+        if (Status s = window.Ensure(offset, bytes); !s.ok()) {
+          return InBlock(FromStatus(s, path, true, data_at + offset), block);
+        }
+      }
+    }
+    LogRecordView record;
+    if (Status s = DecodeLogRecord(window.Window(offset).first(bytes), 0,
+                                   {walk->log_id, block, offset}, &record);
+        !s.ok()) {
+      if (offset < boundary) {
+        return BlockDamage(path, data_at + offset, block,
+                           "record below the header's boundary (" +
+                               std::to_string(boundary) +
+                               "): " + std::string(s.message()));
+      }
+      break;  // the end of what was written and synced: a torn tail
+    }
+    chain = LogChainChecksum(chain, record.checksum);
+    ++count;
+    if (record.type == LogRecordType::kSeal) {
+      scan->sealed = true;
+    } else {
+      ++scan->records;
+      ++walk->records;
+    }
+    if (on_record) on_record(block, offset, record);
+    previous = offset;
+    offset += record.bytes;
+  }
+  if (!met_boundary) {
+    return BlockDamage(path, data_at + previous, block,
+                       "a record crosses the header's boundary (" +
+                           std::to_string(boundary) + ")");
+  }
+  scan->end = offset;
   return Outcome();
 }
 
 // Walks the blocks in order with the rules of LogStore::Recover, from block
-// 0: each block's newest valid header slot, every record below its
-// boundary (DecodeLogRecord: length, type, checksum), the chain and record
-// count against the header, zeros past the boundary of a block that later
-// blocks follow, and no durable header after the first block without one.
-// Bytes past the last durable boundary are the torn tail Recover cuts.
+// 0 (Recover starts at the checkpoint; the blocks before it are checked
+// too, as a Get of a record there reads them): ScanBlock per block, on to
+// the next block after a seal; the first block without a valid seal is the
+// last, and no block after it may hold a valid header. Bytes past the last
+// block's valid records are the torn tail Recover cuts.
 Outcome WalkBlockLog(Env& env, const std::string& path, const BlockFn& on_block,
                      const LogRecordFn& on_record, BlockLogWalk* walk) {
   BlockLogOptions options;
@@ -699,94 +795,37 @@ Outcome WalkBlockLog(Env& env, const std::string& path, const BlockFn& on_block,
   if (!opened.ok()) return FromStatus(opened.status(), path, true, 0);
   const BlockLog& log = **opened;
   walk->block_bytes = log.block_bytes();
+  // The id DecodeLogFileHeader read from the file header: every record's
+  // seat names it.
+  walk->log_id = log.log_id();
   Result<std::uint64_t> file_bytes = log.FileBytes();
   if (!file_bytes.ok()) return FromStatus(file_bytes.status(), path);
   walk->file_bytes = *file_bytes;
-  std::uint64_t durable_end = kLogFileHeaderBytes;
   std::uint64_t block = 0;
-  for (; log.BlockOffset(block) < *file_bytes; ++block) {
-    Result<LogBlockHeader> header = log.ReadHeader(block);
-    if (!header.ok()) {
-      if (header.status().code() == StatusCode::kNotFound) break;
-      return FromStatus(header.status(), path, true, log.BlockOffset(block));
+  for (;; ++block) {
+    if (block > UINT32_MAX) {
+      return BlockDamage(path, log.BlockOffset(block), block,
+                         "more blocks than a log may hold");
     }
-    const std::uint64_t header_at =
-        log.BlockOffset(block) + (header->sequence % 2) * kLogHeaderSlotBytes;
-    if (header->used_bytes > log.data_bytes()) {
-      return BlockDamage(path, header_at, block,
-                         "header boundary past the end of the block");
-    }
-    if (block > 0) {
-      Outcome tail =
-          CheckTailIsEmpty(log, block - 1, walk->used.back(), *file_bytes);
-      if (!tail.ok()) return tail;
-    }
-    if (on_block) on_block(block, *header);
-    const std::uint64_t data_at = log.BlockOffset(block) + kLogBlockDataOffset;
-    BlockWindow window(log, block, header->used_bytes);
-    std::uint32_t offset = 0;
-    std::uint32_t count = 0;
-    std::uint64_t chain = 0;
-    const bool position_here =
-        walk->check_position && walk->position_block == block;
-    while (offset < header->used_bytes) {
-      if (position_here && offset == walk->position_offset) {
-        walk->position_met = true;
-      }
-      const std::uint32_t left = header->used_bytes - offset;
-      if (left < kLogRecordHeaderBytes) {
-        return BlockDamage(path, data_at + offset, block,
-                           "record header runs past the block's boundary");
-      }
-      if (Status s = window.Ensure(offset, kLogRecordHeaderBytes); !s.ok()) {
-        return InBlock(FromStatus(s, path, true, data_at + offset), block);
-      }
-      const std::size_t bytes = LogRecordBytesFromHeader(
-          window.Window(offset).first<kLogRecordHeaderBytes>());
-      if (bytes > left) {
-        return BlockDamage(path, data_at + offset, block,
-                           "record of " + std::to_string(bytes) +
-                               " bytes runs past the block's boundary");
-      }
-      if (Status s = window.Ensure(offset, bytes); !s.ok()) {
-        return InBlock(FromStatus(s, path, true, data_at + offset), block);
-      }
-      LogRecordView record;
-      if (Status s =
-              DecodeLogRecord(window.Window(offset).first(bytes), 0, &record);
-          !s.ok()) {
-        return BlockDamage(path, data_at + offset, block,
-                           std::string(s.message()));
-      }
-      chain = LogChainChecksum(chain, record.checksum);
-      ++count;
-      ++walk->records;
-      if (on_record) on_record(block, offset, record);
-      offset += record.bytes;
-    }
-    if (position_here && offset == walk->position_offset) {
-      walk->position_met = true;
-    }
-    if (count != header->record_count || chain != header->chain_checksum) {
-      return BlockDamage(
-          path, header_at, block,
-          "chain mismatch: the header vouches for " +
-              std::to_string(header->record_count) +
-              " records, the data holds " + std::to_string(count) +
-              (count == header->record_count ? " with another chain checksum"
-                                             : ""));
-    }
-    walk->used.push_back(header->used_bytes);
-    durable_end = data_at + header->used_bytes;
+    ScannedBlock scan;
+    Outcome o = ScanBlock(log, block, on_block, on_record, walk, &scan);
+    walk->blocks.push_back(scan);
+    if (!o.ok()) return o;
+    if (!scan.sealed) break;
   }
+  const ScannedBlock& last = walk->blocks.back();
+  const std::uint64_t durable_end =
+      log.BlockOffset(block) + kLogBlockDataOffset + last.end;
   for (std::uint64_t later = block + 1; log.BlockOffset(later) < *file_bytes;
        ++later) {
     Result<LogBlockHeader> header = log.ReadHeader(later);
     if (header.ok() || header.status().code() != StatusCode::kNotFound) {
-      return BlockDamage(path, log.BlockOffset(block), block,
-                         "block " + std::to_string(block) +
-                             " has no durable header but block " +
-                             std::to_string(later) + " does");
+      return BlockDamage(path, durable_end, block,
+                         "block " + std::to_string(block) + " ends at offset " +
+                             std::to_string(last.end) +
+                             " without a seal but block " +
+                             std::to_string(later) +
+                             " has a header: durable records are damaged");
     }
   }
   Outcome o;
@@ -795,7 +834,9 @@ Outcome WalkBlockLog(Env& env, const std::string& path, const BlockFn& on_block,
     o.torn_file = path;
     o.torn_offset = durable_end;
     o.torn_bytes = *file_bytes - durable_end;
-    o.torn_what = "bytes past the last block's durable boundary";
+    o.torn_what = "bytes past the last valid record of block " +
+                  std::to_string(block) + " (data offset " +
+                  std::to_string(last.end) + ")";
   }
   return o;
 }
@@ -920,23 +961,29 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
         },
         EntryFn(), &cw);
     if (!o.ok()) return Finish(o, p);
-    walk.check_position = cp_offset != 0;
+    walk.check_position = true;
     walk.position_block = cp_block;
     walk.position_offset = cp_offset;
   }
-  std::vector<LogBlockHeader> headers;
-  const auto on_block = [&](std::uint64_t block, const LogBlockHeader& h) {
-    if (stat) headers.push_back(h);
-    if (dump) {
-      p.Emit("block",
-             {Uint("block", block), Uint("sequence", h.sequence),
-              Uint("slot", h.sequence % 2), Uint("used_bytes", h.used_bytes),
-              Uint("records", h.record_count)});
+  const auto on_block = [&](std::uint64_t block, const LogBlockHeader* h) {
+    if (!dump) return;
+    std::vector<Field> f = {Uint("block", block), Bool("header", h != nullptr)};
+    if (h != nullptr) {
+      f.push_back(Uint("sequence", h->sequence));
+      f.push_back(Uint("slot", h->sequence % 2));
+      f.push_back(Uint("header_used_bytes", h->used_bytes));
+      f.push_back(Uint("header_records", h->record_count));
     }
+    p.Emit("block", f);
   };
   const auto on_record = [&](std::uint64_t block, std::uint32_t offset,
                              const LogRecordView& r) {
     if (!dump) return;
+    if (r.type == LogRecordType::kSeal) {
+      p.Emit("seal", {Uint("block", block), Uint("offset", offset),
+                      Uint("bytes", r.bytes)});
+      return;
+    }
     p.Emit("record", {Uint("block", block), Uint("offset", offset),
                       Word("op", LogTypeName(r.type)), Uint("db", r.db),
                       Bytes("key", r.key), Uint("value_bytes", r.value.size()),
@@ -944,23 +991,18 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
   };
   Outcome o = WalkBlockLog(env, log_path, on_block, on_record, &walk);
   if (o.exit == kExitUnreadable) return Finish(o, p);
-  const std::uint64_t blocks = walk.used.size();
+  const std::uint64_t blocks = walk.blocks.size();
   // The checkpoint against the log, as Recover checks it, and the live
   // bytes per block its entries point at.
   std::vector<std::uint64_t> live(blocks, 0);
   std::vector<std::uint64_t> live_entries(blocks, 0);
-  if (o.ok() && has_checkpoint) {
-    if (cp_offset > 0 && (cp_block >= blocks || !walk.position_met)) {
-      o = Damage(checkpoint_path, 20,
-                 "the checkpoint's log position (block " +
-                     std::to_string(cp_block) + ", offset " +
-                     std::to_string(cp_offset) +
-                     ") is not a record boundary below a durable header");
-    } else if (cp_offset == 0 && cp_block > 0 && cp_block - 1 >= blocks) {
-      o = Damage(checkpoint_path, 20,
-                 "the checkpoint names block " + std::to_string(cp_block) +
-                     " but the block before it has no durable header");
-    }
+  if (o.ok() && has_checkpoint && !walk.position_met) {
+    o = Damage(checkpoint_path, 20,
+               "the checkpoint's log position (block " +
+                   std::to_string(cp_block) + ", offset " +
+                   std::to_string(cp_offset) +
+                   ") is not a record boundary the log's valid records "
+                   "reach");
   }
   if (o.ok() && has_checkpoint) {
     CheckpointWalk cw;
@@ -969,12 +1011,11 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
         [&](std::uint64_t i, std::uint64_t at,
             const flush_internal::CheckpointEntry& e) {
           const RecordLocation& loc = e.location;
-          if (loc.block >= blocks ||
-              std::uint64_t{loc.offset} + loc.length > walk.used[loc.block]) {
+          if (loc.block >= blocks || std::uint64_t{loc.offset} + loc.length >
+                                         walk.blocks[loc.block].end) {
             return Damage(checkpoint_path, at,
                           "entry " + std::to_string(i) + " points past block " +
-                              std::to_string(loc.block) +
-                              "'s durable boundary");
+                              std::to_string(loc.block) + "'s valid records");
           }
           live[loc.block] += loc.length;
           ++live_entries[loc.block];
@@ -985,14 +1026,20 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
     if (!entries.ok()) o = entries;
   }
   if (stat) {
-    // Only what the format records: used bytes and records per block, and
-    // the bytes the checkpoint's entries keep live in each (replay past the
-    // checkpoint is not counted).
-    for (std::uint64_t b = 0; b < blocks && b < headers.size(); ++b) {
-      const LogBlockHeader* h = &headers[b];
-      std::vector<Field> f = {Uint("block", b), Uint("sequence", h->sequence),
-                              Uint("used_bytes", h->used_bytes),
-                              Uint("records", h->record_count)};
+    // Only what the format records: per block its header hint, the bytes
+    // and records the scan accepts, whether it is sealed, and the bytes the
+    // checkpoint's entries keep live in it (replay past the checkpoint is
+    // not counted).
+    for (std::uint64_t b = 0; b < blocks; ++b) {
+      const ScannedBlock& s = walk.blocks[b];
+      std::vector<Field> f = {Uint("block", b), Bool("header", s.has_header)};
+      if (s.has_header) {
+        f.push_back(Uint("sequence", s.header.sequence));
+        f.push_back(Uint("header_used_bytes", s.header.used_bytes));
+      }
+      f.push_back(Uint("used_bytes", s.end));
+      f.push_back(Uint("records", s.records));
+      f.push_back(Bool("sealed", s.sealed));
       if (has_checkpoint) {
         f.push_back(Uint("checkpoint_live_bytes", live[b]));
         f.push_back(Uint("checkpoint_live_records", live_entries[b]));
@@ -1001,10 +1048,11 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
     }
   }
   std::uint64_t used_total = 0;
-  for (const std::uint32_t u : walk.used) used_total += u;
+  for (const ScannedBlock& s : walk.blocks) used_total += s.end;
   std::vector<Field> summary = {Bytes("file", log_path),
                                 Uint("block_bytes", walk.block_bytes),
                                 Uint("file_bytes", walk.file_bytes),
+                                Uint("log_id", walk.log_id),
                                 Uint("blocks", blocks),
                                 Uint("used_bytes", used_total),
                                 Uint("records", walk.records)};

@@ -9,7 +9,8 @@
 // LogStore directory, a block log, a checkpoint), then verifies it, dumps
 // its records or prints its statistics. Every format is read through the
 // library's own decoders: SegmentStream and DecodeDurableRecord for the
-// durable log, BlockLog / DecodeLogRecord for the block log,
+// durable log, BlockLog / DecodeLogRecord (at each record's seat) for the
+// block log (format 2, scanned with LogStore recovery's rules),
 // ScanCheckpointFile for the checkpoint and ReadSnapshotFile for the
 // snapshot. The durable log, the block log and the checkpoint are streamed
 // through bounded buffers; a snapshot is read whole by the library's
