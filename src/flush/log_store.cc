@@ -512,7 +512,7 @@ Status LogStore::Del(std::uint32_t db, std::string_view key) {
 Status LogStore::DelImpl(std::uint32_t db, std::string_view key,
                          std::uint64_t* end) {
   Status s = DelUncounted(db, key, end);
-  ops_.Add(s.ok()                                 ? kDelOk
+  ops_.Add(s.ok()                              ? kDelOk
            : s.code() == StatusCode::kNotFound ? kDelMissing
                                                : kDelFailed);
   return s;
@@ -699,10 +699,9 @@ void LogStore::VisitMetrics(MetricVisitor& visitor,
   v.HistogramValue("cairn_logstore_checkpoint_seconds",
                    "Time of a checkpoint, while every writer waits.",
                    checkpoint_seconds_.Snapshot());
-  v.GaugeValue("cairn_logstore_sealed_blocks",
-               "Full blocks waiting for a flush.",
-               static_cast<double>(
-                   sealed_blocks_.load(std::memory_order_relaxed)));
+  v.GaugeValue(
+      "cairn_logstore_sealed_blocks", "Full blocks waiting for a flush.",
+      static_cast<double>(sealed_blocks_.load(std::memory_order_relaxed)));
   const std::uint64_t mark = watermark_.load(std::memory_order_acquire);
   v.GaugeValue("cairn_logstore_durable_block",
                "Block of the durable watermark.",
@@ -763,7 +762,7 @@ Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
 Status LogStore::Get(std::uint32_t db, std::string_view key,
                      std::string* value) {
   Status s = GetUncounted(db, key, value);
-  ops_.Add(s.ok()                                 ? kGetHit
+  ops_.Add(s.ok()                              ? kGetHit
            : s.code() == StatusCode::kNotFound ? kGetMiss
                                                : kGetFailed);
   return s;
@@ -1029,7 +1028,8 @@ void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
   }
   if (report != nullptr) {
     report->pass.Add(total);
-    report->pass_nanos += static_cast<std::uint64_t>(clock_->NowNanos() - start);
+    report->pass_nanos +=
+        static_cast<std::uint64_t>(clock_->NowNanos() - start);
   }
 }
 

@@ -32,6 +32,7 @@ LogStoreOptions Options(Env* env, const Clock* clock) {
   o.partitions = 4;
   o.databases = 2;
   o.block_bytes = 64 * 1024;
+  o.max_value_bytes = 8192;
   o.sync = true;  // ClockEnv advances the clock inside each file Sync
   o.env = env;
   o.clock = clock;
@@ -122,14 +123,13 @@ TEST(LogStoreMetricsTest, DurableWaitsFlushesAndSyncsWithKnownLatencies) {
   const std::vector<std::pair<std::string, std::string>> io_labels = {
       {"store", "s1"}};
   EXPECT_EQ(p.Value("cairn_logstore_flush_io_seconds_count", io_labels), 3);
-  EXPECT_NEAR(p.Value("cairn_logstore_flush_io_seconds_sum", io_labels),
-              0.048, 1e-9);
+  EXPECT_NEAR(p.Value("cairn_logstore_flush_io_seconds_sum", io_labels), 0.048,
+              1e-9);
   // Buckets: 3 and 5 ms are below 4^12 ns (16.8 ms), 40 ms is not.
   EXPECT_EQ(p.Value("cairn_logstore_flush_io_seconds_bucket",
                     {{"store", "s1"}, {"le", "0.0167772"}}),
             2);
-  EXPECT_EQ(p.Value("cairn_logstore_durable_wait_seconds_count", io_labels),
-            3);
+  EXPECT_EQ(p.Value("cairn_logstore_durable_wait_seconds_count", io_labels), 3);
   EXPECT_NEAR(p.Value("cairn_logstore_durable_wait_seconds_sum", io_labels),
               0.048, 1e-9);
 

@@ -371,7 +371,7 @@ class LogStore {
   StripedCounters<kOps> ops_;
   Counter durable_waits_;
   Counter durable_wait_failures_;
-  Counter flushes_;        // FlushLocked and checkpoint flushes
+  Counter flushes_;  // FlushLocked and checkpoint flushes
   Counter flush_failures_;
   Counter backpressure_flushes_;
   Counter syncs_;
