@@ -87,6 +87,16 @@ TEST(RecoveryCrashTest, EveryAcknowledgedMutationSurvivesSigkill) {
         acked = serial;
       }
     };
+    // The kill timer starts at the first acknowledgement, so that a slow
+    // (sanitizer or loaded) machine still kills a child that has made its
+    // log, not one still starting up.
+    const auto startup_limit =
+        std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (acked == 0 && std::chrono::steady_clock::now() < startup_limit) {
+      drain();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_GT(acked, 0u) << "the child acknowledged nothing in 120 s";
     const auto until = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(30 + rng() % 300);
     while (std::chrono::steady_clock::now() < until) {
