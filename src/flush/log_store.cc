@@ -217,8 +217,16 @@ Status LogStore::Recover() {
   }
   // Everything checked: now cut the torn tail (what no valid record
   // covers) and go on filling the last block where its records end.
-  const std::uint64_t durable_end =
+  std::uint64_t durable_end =
       log_->BlockOffset(block) + kLogBlockDataOffset + scan.end;
+  if (*file_bytes<durable_end&& * file_bytes> log_->BlockOffset(block) &&
+      scan.end == 0 && scan.header_sequence == 0) {
+    // The file ends inside this block's header slots and neither slot
+    // holds a valid header: a torn header write (or foreign bytes). Cut
+    // them too, or the next write past them would make a stale slot whole,
+    // and so readable, again.
+    durable_end = log_->BlockOffset(block);
+  }
   if (*file_bytes > durable_end) {
     recovery_.torn_tail_bytes = *file_bytes - durable_end;
     CAIRN_RETURN_IF_ERROR(log_->Truncate(durable_end));

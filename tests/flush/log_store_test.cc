@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -585,6 +586,46 @@ TEST(LogStoreTest, OneSyncPerDurableFlushOfAPartlyFilledBlock) {
 // is reachable). Each allocation of that Set fails in turn. Planted bug:
 // targeting the newest block's start and storing the watermark only from
 // blocks with new bytes makes Flush loop forever; the watchdog aborts.
+// A log that ends inside block 0's header slots, over a slot whose bytes
+// would form a valid header (sequence 2, naming 49 data bytes) once the file
+// grows past it. Recovery must cut those bytes: otherwise the first flush
+// extends the file, the stale slot becomes readable and newer than the
+// real header, and the next Open refuses the store, losing an acknowledged
+// Set (found by the block_log fuzzer).
+TEST(LogStoreTest, X10StaleHeaderSlotCutShortIsCutAtRecovery) {
+  ScratchDir dir("logstore_stale_slot");
+  LogStoreOptions o = Small();
+  o.checkpoint_on_close = false;
+  {
+    auto store = MustOpen(dir.path(), o);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  const std::string log = dir.path() + "/log";
+  std::string bytes = ReadWholeFile(log);
+  bytes.resize(kLogFileHeaderBytes);
+  std::array<char, kLogHeaderSlotBytes> slot{};
+  LogBlockHeader stale;
+  stale.block = 0;
+  stale.sequence = 2;
+  stale.used_bytes = 49;
+  stale.record_count = 1;
+  EncodeLogBlockHeader(stale, slot);
+  bytes.append(slot.data(), 1000);  // the file ends inside slot 0
+  WriteWholeFile(log, bytes);
+  {
+    auto store = MustOpen(dir.path(), o);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Set(0, "fresh", "value").ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto store = MustOpen(dir.path(), o);
+  ASSERT_NE(store, nullptr);
+  std::string value;
+  ASSERT_TRUE(store->Get(0, "fresh", &value).ok());
+  EXPECT_EQ(value, "value");
+}
+
 TEST(LogStoreTest, FlushReturnsAfterARolledBackFirstRecordOfABlock) {
   for (int nth = 1; nth <= 12; ++nth) {
     ScratchDir dir;
