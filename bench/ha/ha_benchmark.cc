@@ -147,7 +147,10 @@ void BM_HaLogRecord(benchmark::State& state, std::size_t bytes, bool sync) {
       state.SkipWithError("reserve or append failed");
       break;
     }
-    log.Finalize(*reserved, {});
+    if (!log.Finalize(*reserved, {}).ok()) {
+      state.SkipWithError("finalize failed");
+      break;
+    }
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
   state.SetBytesProcessed(

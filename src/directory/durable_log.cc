@@ -3,6 +3,7 @@
 
 #include "cairn/directory/durable_log.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "cairn/base/check.h"
@@ -106,6 +107,7 @@ Result<LogReservation> InMemoryDurableLog::Reserve(std::size_t bytes) {
   if (hook) hook();
   MutexLock lock(&mu_);
   ++reserve_calls_;
+  if (!sticky_error_.ok()) return sticky_error_;
   if (reserve_failures_ > 0) {
     --reserve_failures_;
     return reserve_error_;
@@ -135,19 +137,23 @@ Status InMemoryDurableLog::Append(const LogReservation& reservation,
   return Status::Ok();
 }
 
-void InMemoryDurableLog::Finalize(const LogReservation& reservation,
-                                  std::span<const ObjectToken> tokens) {
+Status InMemoryDurableLog::Finalize(const LogReservation& reservation,
+                                    std::span<const ObjectToken> tokens) {
   MutexLock lock(&mu_);
   CAIRN_CHECK_MSG(open_ > 0, "Finalize without an open reservation");
   --open_;
-  for (Record& r : records_) {
-    if (r.reservation == reservation.id) {
-      r.state = RecordState::kDurable;
-      r.tokens.assign(tokens.begin(), tokens.end());
-      return;
-    }
+  auto it = std::find_if(
+      records_.begin(), records_.end(),
+      [&](const Record& r) { return r.reservation == reservation.id; });
+  CAIRN_CHECK_MSG(it != records_.end(),
+                  "Finalize of a reservation with no record");
+  if (!finalize_error_.ok()) {
+    sticky_error_ = std::exchange(finalize_error_, Status::Ok());
+    return sticky_error_;
   }
-  CAIRN_CHECK_MSG(false, "Finalize of a reservation with no record");
+  it->state = RecordState::kDurable;
+  it->tokens.assign(tokens.begin(), tokens.end());
+  return Status::Ok();
 }
 
 void InMemoryDurableLog::Cancel(const LogReservation& reservation) noexcept {
@@ -169,6 +175,11 @@ void InMemoryDurableLog::FailAppend(Status status, int count) {
   MutexLock lock(&mu_);
   append_error_ = std::move(status);
   append_failures_ = count;
+}
+
+void InMemoryDurableLog::FailFinalize(Status status) {
+  MutexLock lock(&mu_);
+  finalize_error_ = std::move(status);
 }
 
 void InMemoryDurableLog::set_on_reserve(std::function<void()> hook) {

@@ -660,10 +660,11 @@ void FileDurableLog::FlushResolved(std::unique_lock<Mutex>& lock) {
   resolved_.notify_all();
 }
 
-void FileDurableLog::Finalize(const LogReservation& reservation,
-                              std::span<const ObjectToken> tokens)
+Status FileDurableLog::Finalize(const LogReservation& reservation,
+                                std::span<const ObjectToken> tokens)
     CAIRN_NO_THREAD_SAFETY_ANALYSIS {
   bool durable = false;
+  Status error;
   {
     std::unique_lock<Mutex> lock(mu_);
     auto it = slots_.find(reservation.id);
@@ -677,7 +678,10 @@ void FileDurableLog::Finalize(const LogReservation& reservation,
         durable = true;
         break;
       }
-      if (!error_.ok()) break;
+      if (!error_.ok()) {
+        error = error_;
+        break;
+      }
       if (!flushing_ && FrontResolved()) {
         FlushResolved(lock);
         continue;
@@ -685,7 +689,9 @@ void FileDurableLog::Finalize(const LogReservation& reservation,
       resolved_.wait(lock);
     }
   }
-  if (durable && options_.on_durable) options_.on_durable(tokens);
+  if (!durable) return error;
+  if (options_.on_durable) options_.on_durable(tokens);
+  return Status::Ok();
 }
 
 void FileDurableLog::Cancel(const LogReservation& reservation) noexcept {

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -395,6 +396,82 @@ TEST(DurableLogTest, H1InvisibleStepsAreNotLogged) {
   ASSERT_TRUE(d.AbortUpsert("a", a->token()).ok());
   EXPECT_EQ(f.log.records().size(), 1u);  // the create of "a" only
   EXPECT_EQ(f.log.reserve_calls(), 1u);
+}
+
+// Every logged mutation in turn, with its record's Finalize failing: the
+// mutation returns the log's error (its change is visible but was never
+// acknowledged), the record is not durable, and the log then refuses the
+// next mutation, which changes nothing (H5).
+TEST(DurableLogTest, H5MutationWhoseRecordIsNotDurableReturnsTheLogError) {
+  const Status kLost = InternalError("injected: record not durable");
+  // Each step makes one logged change; steps before it set the stage.
+  using Step = std::function<Status(Fixture&)>;
+  const std::vector<std::pair<const char*, Step>> steps = {
+      {"create",
+       [](Fixture& f) { return f.dir->Create("a", Sized(10)).status(); }},
+      {"create in a group",
+       [](Fixture& f) {
+         return f.dir->Create("m1", Sized(10, "g"), {"m1"}).status();
+       }},
+      {"commit",
+       [](Fixture& f) {
+         Result<Handle> p = f.dir->CreatePending("p", Sized(7), {"p"});
+         if (!p.ok()) return p.status();
+         return f.dir->Commit("p", p->token());
+       }},
+      {"commit upsert",
+       [](Fixture& f) {
+         Result<Handle> a = f.dir->Pin("a");
+         if (!a.ok()) return a.status();
+         CAIRN_RETURN_IF_ERROR(f.dir->BeginUpsert("a", a->token(), {20, 20}));
+         return f.dir->CommitUpsert("a", a->token(), [](Access&) {});
+       }},
+      {"erase", [](Fixture& f) { return f.dir->Erase("a"); }},
+      {"erase if match",
+       [](Fixture& f) {
+         Result<Handle> p = f.dir->Pin("p");
+         if (!p.ok()) return p.status();
+         return f.dir->EraseIfMatch("p", (*p)->id(), p->get());
+       }},
+      {"erase group", [](Fixture& f) { return f.dir->EraseGroup("g"); }},
+  };
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    SCOPED_TRACE(steps[k].first);
+    Fixture f;
+    for (std::size_t i = 0; i < k; ++i) ASSERT_TRUE(steps[i].second(f).ok());
+    const std::size_t durable_before = f.log.durable_bodies().size();
+    f.log.FailFinalize(kLost);
+    EXPECT_EQ(steps[k].second(f), kLost);
+    EXPECT_EQ(f.log.durable_bodies().size(), durable_before);
+    EXPECT_EQ(f.log.open_reservations(), 0u);
+    // The log is failed: the next change is refused and makes nothing.
+    EXPECT_EQ(f.dir->Create("after", Sized(1)).status(), kLost);
+    EXPECT_EQ(f.dir->WithObject("after", [](const View&) {}).code(),
+              StatusCode::kNotFound);
+  }
+}
+
+// An eviction whose record is not durable still evicted (the object is
+// handed out and gone), and says the log failed (H5).
+TEST(DurableLogTest, H5EvictionWhoseRecordIsNotDurableReportsTheLogError) {
+  const Status kLost = InternalError("injected: record not durable");
+  Fixture f;
+  Dir& d = *f.dir;
+  ASSERT_TRUE(d.Create("v", Sized(5), {"v"}).ok());
+  Result<Handle> victim = d.Pin("v");
+  ASSERT_TRUE(victim.ok());
+  const std::uint64_t version = f.Version("v");
+  f.log.FailFinalize(kLost);
+  std::vector<EvictedObject<LoggedPayload>> out;
+  Status log_error;
+  EXPECT_EQ(DirectoryHooks::EvictIfUnchanged(d, *victim, version, false, &out,
+                                             0, &log_error),
+            StatusCode::kOk);
+  EXPECT_EQ(log_error, kLost);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(d.WithObject("v", [](const View&) {}).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(f.log.durable_bodies().size(), 1u);  // the create only
 }
 
 TEST(DurableLogTest, DecodeRejectsDamagedRecords) {

@@ -101,8 +101,7 @@ bool AppendBody(cairn::FileDurableLog& log, std::string_view body) {
     log.Cancel(*r);
     return false;
   }
-  log.Finalize(*r, {});
-  return log.status().ok();
+  return log.Finalize(*r, {}).ok();
 }
 
 // A body built by the encoder from input bytes: valid or nearly (the count

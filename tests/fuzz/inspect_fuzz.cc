@@ -143,7 +143,7 @@ void DurableLogMode(std::string_view input, const std::string& dir) {
       auto r = (*log)->Reserve(body.size());
       Require(r.ok());
       Require((*log)->Append(*r, body).ok());
-      (*log)->Finalize(*r, {});
+      Require((*log)->Finalize(*r, {}).ok());
       if (n % 5 == 4) Require((*log)->Rotate().ok());
     }
   }

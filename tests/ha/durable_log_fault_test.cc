@@ -213,7 +213,10 @@ void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run,
         continue;
       }
       h.known[h.base_last + 1 + h.finalized++] = batch[i].second;
-      log.Finalize(batch[i].first, {});
+      const std::size_t before = *acknowledged;
+      const bool durable = log.Finalize(batch[i].first, {}).ok();
+      // OK exactly when the record became durable (on_durable ran for it).
+      EXPECT_EQ(*acknowledged, before + (durable ? 1 : 0));
       h.durable = *acknowledged;
     }
   }
@@ -381,7 +384,7 @@ std::string LogOf(FaultEnv* env, int n) {
     Result<LogReservation> r = (*log)->Reserve(record.size());
     EXPECT_TRUE(r.ok());
     EXPECT_TRUE((*log)->Append(*r, record).ok());
-    (*log)->Finalize(*r, {});
+    EXPECT_TRUE((*log)->Finalize(*r, {}).ok());
   }
   EXPECT_EQ(acknowledged, static_cast<std::size_t>(n));
   log->reset();
@@ -442,7 +445,7 @@ TEST(DurableLogFaultTest, DamageInAnOlderSegmentOrAGapIsDataLoss) {
         Result<LogReservation> r = (*log)->Reserve(record.size());
         ASSERT_TRUE(r.ok());
         ASSERT_TRUE((*log)->Append(*r, record).ok());
-        (*log)->Finalize(*r, {});
+        ASSERT_TRUE((*log)->Finalize(*r, {}).ok());
       }
       EXPECT_EQ((*log)->segments(), 4u);
     }
@@ -473,14 +476,14 @@ TEST(DurableLogFaultTest, FailedSyncIsNeverReportedDurable) {
       Result<LogReservation> r = (*log)->Reserve(record.size());
       if (!r.ok()) return r.status();
       CAIRN_RETURN_IF_ERROR((*log)->Append(*r, record));
-      (*log)->Finalize(*r, {});
-      return Status::Ok();
+      return (*log)->Finalize(*r, {});
     };
     ASSERT_TRUE(write("first").ok());
     EXPECT_EQ(acknowledged, 1u);
     env.FailCall(1, error, EnvCall::kSync);
-    ASSERT_TRUE(write("second").ok());
-    EXPECT_EQ(acknowledged, 1u);  // on_durable did not fire
+    // Finalize reports the failed sync (H5); on_durable did not fire.
+    EXPECT_FALSE(write("second").ok());
+    EXPECT_EQ(acknowledged, 1u);
     EXPECT_EQ((*log)->durable_records(), 1u);
     EXPECT_FALSE((*log)->status().ok());
     EXPECT_FALSE(write("third").ok());  // sticky: the next Reserve fails

@@ -37,8 +37,8 @@ bool Write(FileDurableLog& log, const std::string& body) {
   Result<LogReservation> r = log.Reserve(body.size());
   if (!r.ok() || !log.Append(*r, body).ok()) return false;
   const Lsn before = log.durable_lsn();
-  log.Finalize(*r, {});
-  return log.durable_lsn() > before;
+  const bool durable = log.Finalize(*r, {}).ok();
+  return durable && log.durable_lsn() > before;
 }
 
 TEST(DurableLogMetricsTest, CountsAndSyncTimesMatchAKnownWorkload) {

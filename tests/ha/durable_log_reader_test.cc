@@ -69,8 +69,7 @@ bool Write(FileDurableLog& log, const std::string& body) {
     log.Cancel(*r);
     return false;
   }
-  log.Finalize(*r, {});
-  return log.status().ok();
+  return log.Finalize(*r, {}).ok();
 }
 
 struct Read {
@@ -144,7 +143,7 @@ TEST(DurableLogLsnTest, GaplessAcrossCancelsReopensAndRotation) {
       const std::string body = BodyOf(written.size() + 1, 40);
       ASSERT_TRUE((*log)->Append(*b, body).ok());
       (*log)->Cancel(*a);
-      (*log)->Finalize(*b, {});
+      ASSERT_TRUE((*log)->Finalize(*b, {}).ok());
       written.push_back(body);
       EXPECT_EQ((*log)->durable_lsn(), written.size());
     }

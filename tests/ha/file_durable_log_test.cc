@@ -55,8 +55,10 @@ std::string Segment1(const std::string& dir) {
   return dir + "/" + DurableLogSegmentName(1);
 }
 
-// Writes `n` one-object records straight through the log's protocol.
-void AppendRecords(FileDurableLog* log, int n, std::string_view tag) {
+// Writes `n` one-object records straight through the log's protocol; each
+// must become durable unless `expect_durable` is false.
+void AppendRecords(FileDurableLog* log, int n, std::string_view tag,
+                   bool expect_durable = true) {
   for (int i = 0; i < n; ++i) {
     std::string body;
     BeginDurableRecord(DurableOp::kCreate, 1, kNoGroup, "", 1, &body);
@@ -69,7 +71,9 @@ void AppendRecords(FileDurableLog* log, int n, std::string_view tag) {
     ASSERT_TRUE(r.ok());
     ASSERT_TRUE(log->Append(*r, body).ok());
     const ObjectToken token{1, st.object};
-    log->Finalize(*r, std::span<const ObjectToken>(&token, 1));
+    const Status durable =
+        log->Finalize(*r, std::span<const ObjectToken>(&token, 1));
+    ASSERT_EQ(durable.ok(), expect_durable) << durable.ToString();
   }
 }
 
@@ -231,7 +235,7 @@ TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
   std::atomic<bool> finalized{false};
   std::thread finalizer([&] {
     const ObjectToken t{1, 2};
-    l.Finalize(*b, std::span<const ObjectToken>(&t, 1));
+    EXPECT_TRUE(l.Finalize(*b, std::span<const ObjectToken>(&t, 1)).ok());
     finalized.store(true, std::memory_order_release);
   });
   // B cannot be durable while A is unresolved (A is ahead of it).
@@ -274,9 +278,11 @@ TEST(FileDurableLogTest, FailedWriteIsStickyAndRefusesLaterChanges) {
   struct rlimit small = saved;
   small.rlim_cur = size + 8;  // less than one more record
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  // Visible (the change cannot be undone) but not durable.
-  EXPECT_TRUE(d.Create("lost", Sized(1), {"y"}).ok());
+  // Visible (the change cannot be undone) but not durable: the create
+  // fails with the log's error, so it was never acknowledged (H5).
+  const Status lost = d.Create("lost", Sized(1), {"y"}).status();
   const Status sticky = (*log)->status();
+  EXPECT_EQ(lost, sticky);
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
   std::signal(SIGXFSZ, saved_handler);
 
@@ -438,7 +444,8 @@ TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
     Result<LogReservation> r = (*log)->Reserve(body.size());
     ASSERT_TRUE(r.ok());
     ASSERT_TRUE((*log)->Append(*r, body).ok());
-    (*log)->Finalize(*r, {});
+    // Finalize says the record is not durable, and why (H5).
+    EXPECT_EQ((*log)->Finalize(*r, {}).code(), StatusCode::kInternal);
     const Status sticky = (*log)->status();
     EXPECT_EQ(sticky.code(), StatusCode::kInternal);
     EXPECT_EQ(sticky.message(), "durable log: injected sync failure");
@@ -465,7 +472,7 @@ TEST(FileDurableLogTest, IoGoesThroughTheEnvAndAFailedSyncIsSticky) {
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     EXPECT_EQ((*log)->durable_lsn(), 4u);
     env.TearNth(EnvCall::kWriteAt, 1, 5);
-    AppendRecords(log->get(), 1, "torn");
+    AppendRecords(log->get(), 1, "torn", /*expect_durable=*/false);
     EXPECT_FALSE((*log)->status().ok());
   }
   EXPECT_EQ(FileDurableLog::Open(path, options).status().code(),

@@ -102,8 +102,7 @@ void Write(FileDurableLog& log, const std::string& body) {
   Result<LogReservation> r = log.Reserve(body.size());
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(log.Append(*r, body).ok());
-  log.Finalize(*r, {});
-  ASSERT_TRUE(log.status().ok());
+  ASSERT_TRUE(log.Finalize(*r, {}).ok());
 }
 
 std::string ObjectRecord(DurableOp op, int i) {

@@ -130,17 +130,18 @@ class DirectoryHooks {
   // (evicted, appended to *out), kAborted (changed or not evictable now: the
   // caller moves on to later candidates), kNotFound (already gone),
   // kUnavailable (shut down), or, when the directory's durable log refused
-  // the reservation, that error's code with the status in *log_refused if
-  // given (nothing changed; the kernel stops its cycle at it). Not for use
-  // inside a callback.
+  // the reservation, that error's code with the status in *log_error if
+  // given (nothing changed; the kernel stops its cycle at it). kOk with
+  // *log_error set: evicted, but the log could not make the eviction
+  // durable (H5). Not for use inside a callback.
   template <typename Directory>
   static StatusCode EvictIfUnchanged(
       Directory& dir, const typename Directory::Handle& candidate,
       std::uint64_t census_version, bool allow_soft_pinned,
       std::vector<EvictedObject<typename Directory::PayloadType>>* out,
-      std::size_t expected_members = 0, Status* log_refused = nullptr) {
+      std::size_t expected_members = 0, Status* log_error = nullptr) {
     return dir.EvictIfUnchanged(candidate, census_version, allow_soft_pinned,
-                                out, expected_members, log_refused);
+                                out, expected_members, log_error);
   }
 
   // Log replay (cairn/ha/replay.h). Neither step is logged to the

@@ -84,11 +84,12 @@ class DurableLog {
                         std::string_view record) = 0;
   // The change logged under `reservation` took effect; `tokens` names the
   // object instances it changed (one, or a group's members). Called with no
-  // lock held; returns once the record is durable. A log that cannot make it
-  // durable must refuse every later Reserve (a sticky error) and report the
-  // failure through its own interface: the change is already visible.
-  virtual void Finalize(const LogReservation& reservation,
-                        std::span<const ObjectToken> tokens) = 0;
+  // lock held; returns OK once the record is durable. A log that cannot make
+  // it durable returns why (the mutation then returns that error: the change
+  // is visible but not acknowledged) and must refuse every later Reserve (a
+  // sticky error), so no further change becomes visible.
+  virtual Status Finalize(const LogReservation& reservation,
+                          std::span<const ObjectToken> tokens) = 0;
   // The change did not take effect: releases the room and voids a record
   // appended under `reservation`. Called with no lock held.
   virtual void Cancel(const LogReservation& reservation) noexcept = 0;
@@ -252,13 +253,17 @@ class InMemoryDurableLog final : public DurableLog {
   Result<LogReservation> Reserve(std::size_t bytes) override;
   Status Append(const LogReservation& reservation,
                 std::string_view record) override;
-  void Finalize(const LogReservation& reservation,
-                std::span<const ObjectToken> tokens) override;
+  Status Finalize(const LogReservation& reservation,
+                  std::span<const ObjectToken> tokens) override;
   void Cancel(const LogReservation& reservation) noexcept override;
 
   // The next `count` Reserve (or Append) calls fail with `status`.
   void FailReserve(Status status, int count = 1);
   void FailAppend(Status status, int count = 1);
+  // The next Finalize returns `status` and its record stays kAppended (not
+  // durable); from then on every Reserve fails with it (sticky, as a log
+  // that lost a write must be).
+  void FailFinalize(Status status);
   // Run at the start of Reserve / Append, before the failure check, with
   // no log lock held (but with the caller's locks). Null: none.
   void set_on_reserve(std::function<void()> hook);
@@ -281,6 +286,8 @@ class InMemoryDurableLog final : public DurableLog {
   int reserve_failures_ CAIRN_GUARDED_BY(mu_) = 0;
   Status append_error_ CAIRN_GUARDED_BY(mu_);
   int append_failures_ CAIRN_GUARDED_BY(mu_) = 0;
+  Status finalize_error_ CAIRN_GUARDED_BY(mu_);  // for the next Finalize
+  Status sticky_error_ CAIRN_GUARDED_BY(mu_);    // a Finalize failed
   std::function<void()> on_reserve_ CAIRN_GUARDED_BY(mu_);
   std::function<void(std::string_view)> on_append_ CAIRN_GUARDED_BY(mu_);
   std::vector<Record> records_ CAIRN_GUARDED_BY(mu_);

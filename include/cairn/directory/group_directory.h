@@ -204,8 +204,7 @@ class GroupDirectory {
         e->SetLifecycle(Lifecycle::kActive);
         e->version_.fetch_add(1, std::memory_order_relaxed);
       }
-      log.Finalize(token);
-      return Status::Ok();
+      return log.Finalize(token);
     }());
   }
 
@@ -1072,9 +1071,11 @@ class GroupDirectory {
     }
     // Finalized (a failure: cancelled) before the reclaim runs payload
     // destructors (docs/concurrency.md, "Durable log").
-    if (made.ok()) log.Finalize(made.value().token());
+    Status durable;
+    if (made.ok()) durable = log.Finalize(made.value().token());
     log.Cancel();
     route_.ReclaimIfDue();
+    if (!durable.ok()) return durable;  // made, not acknowledged (H5)
     return made;
   }
 
@@ -1274,15 +1275,16 @@ class GroupDirectory {
   // Returns kOk (evicted, appended to *out), kAborted (changed or not
   // evictable now: the caller moves on to later candidates), kNotFound
   // (already gone), kUnavailable (shut down), or the durable log's code
-  // when its Reserve failed, with the status in *log_refused if given
-  // (nothing changed; the kernel stops its cycle there). Not for use
-  // inside a callback.
+  // when its Reserve failed, with the status in *log_error if given
+  // (nothing changed; the kernel stops its cycle there). kOk with
+  // *log_error set: evicted, but the log could not make it durable (H5;
+  // the log now refuses every change). Not for use inside a callback.
   StatusCode EvictIfUnchanged(const Handle& candidate,
                               std::uint64_t census_version,
                               bool allow_soft_pinned,
                               std::vector<EvictedObject<Payload>>* out,
                               std::size_t expected_members = 0,
-                              Status* log_refused = nullptr) {
+                              Status* log_error = nullptr) {
     if (is_shut_down()) return StatusCode::kUnavailable;
     if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
     Entry* c = candidate.get();
@@ -1290,7 +1292,7 @@ class GroupDirectory {
     // Durable log (H1): reserved before the group and object locks.
     LogStep log(options_.durable_log, options_.tenant_instance);
     if (Status s = log.Reserve(c->key(), c); !s.ok()) {
-      if (log_refused != nullptr) *log_refused = s;
+      if (log_error != nullptr) *log_error = s;
       return s.code();
     }
     const std::int64_t now = clock_->NowNanos();
@@ -1359,7 +1361,10 @@ class GroupDirectory {
       CountEvicted(removals, /*group=*/true);
     }
     // Finalized before the reclaim (payload destructors) and the callbacks.
-    FinalizeRemovals(&log, removals);
+    // Evicted even if the log cannot make it durable: *out has the objects,
+    // *log_error says they are not acknowledged (H5).
+    Status durable = FinalizeRemovals(&log, removals);
+    if (!durable.ok() && log_error != nullptr) *log_error = std::move(durable);
     route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
     return StatusCode::kOk;
@@ -1441,10 +1446,10 @@ class GroupDirectory {
     groups_.fetch_sub(1, std::memory_order_relaxed);
     // Finalized before anything runs host code: the reclaim (payload
     // destructors) and the removal callbacks (docs/concurrency.md).
-    FinalizeRemovals(&log, removals);
+    Status durable = FinalizeRemovals(&log, removals);
     route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
-    return Status::Ok();
+    return durable;
   }
 
   // BeginUpsert's body; *quota_refused: the quota refused the charge.
@@ -1518,8 +1523,9 @@ class GroupDirectory {
       fn(access);
     };
     Status s = LookupToken<true>(key, token, commit);
-    if (s.ok() && refused.ok()) log.Finalize(token);
-    return s.ok() ? refused : s;
+    if (!s.ok()) return s;
+    if (!refused.ok()) return refused;
+    return log.Finalize(token);
   }
 
   // Activates a new, unrouted entry; with a log, first appends its create
@@ -1535,13 +1541,13 @@ class GroupDirectory {
     e->SetLifecycle(Lifecycle::kActive);
     return Status::Ok();
   }
-  static void FinalizeRemovals(LogStep* log,
-                               const std::vector<Removal>& removals) {
-    if (!log->active()) return;
+  static Status FinalizeRemovals(LogStep* log,
+                                 const std::vector<Removal>& removals) {
+    if (!log->active()) return Status::Ok();
     std::vector<ObjectToken> tokens;
     tokens.reserve(removals.size());
     for (const Removal& r : removals) tokens.push_back(r.info.token);
-    log->Finalize(tokens);
+    return log->Finalize(tokens);
   }
 
   // ---- log replay hooks (DirectoryHooks) ----
@@ -1718,10 +1724,10 @@ class GroupDirectory {
       }
     }
     // Finalized before the reclaim (payload destructors) and the callback.
-    log->Finalize(removal.info.token);
+    Status durable = log->Finalize(removal.info.token);
     route_.ReclaimIfDue();
     RunRemovedCallback(removal);
-    return Status::Ok();
+    return durable;
   }
 
   Status AbortStagedUpsert(std::string_view key, ObjectToken token,

@@ -156,10 +156,10 @@ class FileDurableLog final : public DurableLog {
   // Waits for earlier records to be resolved, then writes the resolved
   // prefix (assigning LSNs, rotating to a new segment first if due) and
   // syncs it, or waits for another finalizer doing so; then calls
-  // on_durable. After a write or sync error it returns at once; the record
-  // is then not durable and status() says why.
-  void Finalize(const LogReservation& reservation,
-                std::span<const ObjectToken> tokens) override;
+  // on_durable and returns OK. After a write or sync error it returns that
+  // error at once: the record is not durable (status() says the same).
+  Status Finalize(const LogReservation& reservation,
+                  std::span<const ObjectToken> tokens) override;
   void Cancel(const LogReservation& reservation) noexcept override;
 
   // OK, or the sticky write/sync error.

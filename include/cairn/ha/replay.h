@@ -68,9 +68,10 @@ class StandbyLog final : public DurableLog {
                 std::string_view record) override {
     return target_.load(std::memory_order_acquire)->Append(reservation, record);
   }
-  void Finalize(const LogReservation& reservation,
-                std::span<const ObjectToken> tokens) override {
-    target_.load(std::memory_order_acquire)->Finalize(reservation, tokens);
+  Status Finalize(const LogReservation& reservation,
+                  std::span<const ObjectToken> tokens) override {
+    return target_.load(std::memory_order_acquire)
+        ->Finalize(reservation, tokens);
   }
   void Cancel(const LogReservation& reservation) noexcept override {
     target_.load(std::memory_order_acquire)->Cancel(reservation);

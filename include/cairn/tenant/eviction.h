@@ -25,8 +25,9 @@
 // (every tenant, size bytes) and the tenant-quota deficit (one tenant,
 // counted bytes, V5). A candidate that changed since the census is skipped
 // and the kernel keeps going down the ranking: a goal is a minimum, not a
-// count (V2). A commit whose durable-log reservation fails stops the cycle
-// there, with the log's error in EvictionResult::status.
+// count (V2). A commit whose durable-log reservation fails, or whose record
+// the log cannot make durable (H5), stops the cycle there, with the log's
+// error in EvictionResult::status.
 //
 // Thread safety: an Evictor is safe from any thread; concurrent cycles are
 // allowed (each candidate is revalidated under its locks) but compete for the
@@ -114,10 +115,11 @@ struct EvictionResult {
   std::uint64_t freed_bytes = 0;  // in the policy's measure
   bool used_soft_pinned_pass = false;
   // Why the cycle stopped early: OK if it ran to its goal or out of
-  // candidates; otherwise the error of the first durable-log reservation a
-  // commit could not make. The cycle stops at that candidate (it and every
-  // later one are left untouched), since a log that refuses one
-  // reservation refuses the next ones too.
+  // candidates; otherwise the durable log's error. Either a commit's
+  // reservation failed (that candidate and every later one are left
+  // untouched), or a commit's record could not be made durable (H5: that
+  // candidate was evicted and is counted, but is not acknowledged). A log
+  // that fails once refuses every later reservation, so the cycle stops.
   Status status;
 };
 
@@ -206,7 +208,8 @@ class Evictor {
                          offload_refused_.Value(), refused);
     visitor.CounterValue(
         "cairn_eviction_log_refusals_total",
-        "Cycles stopped because the durable log refused a reservation.",
+        "Cycles stopped because the durable log refused a reservation or "
+        "could not make an eviction durable.",
         log_refusals_.Value());
   }
 
@@ -215,8 +218,8 @@ class Evictor {
   // `lower_bound_bytes` were freed and soft-pinned eviction is allowed,
   // continues with soft-pinned ones until `lower_bound_bytes`. Candidates
   // run in one global ranking across `dirs`. A directory shut down mid-way
-  // is skipped. The first commit whose durable-log reservation fails ends
-  // the call, with that error in EvictionResult::status.
+  // is skipped. The first commit whose durable-log reservation or record
+  // fails ends the call, with that error in EvictionResult::status.
   EvictionResult Evict(std::span<Directory* const> dirs,
                        std::uint64_t target_bytes,
                        std::uint64_t lower_bound_bytes, Measure measure) {
@@ -521,13 +524,13 @@ class Evictor {
       out.clear();
       // With offload, a group evicts only the members that were offered.
       const std::size_t expect = options_.offload ? c.members.size() : 0;
-      Status log_refused;
+      Status log_error;
       const StatusCode code = DirectoryHooks::EvictIfUnchanged(
-          *dirs[c.dir], c.handle, c.version, soft, &out, expect, &log_refused);
-      if (!log_refused.ok()) {
+          *dirs[c.dir], c.handle, c.version, soft, &out, expect, &log_error);
+      if (!log_error.ok() && code != StatusCode::kOk) {
         // The durable log refused the reservation: stop here, leaving this
         // and every later candidate as they are.
-        result->status = std::move(log_refused);
+        result->status = std::move(log_error);
         log_refusals_.Add();
         return;
       }
@@ -555,6 +558,13 @@ class Evictor {
       result->freed_bytes += measure == Measure::kSizeBytes ? size : counted;
       if (options_.on_evicted) {
         options_.on_evicted(std::span<Evicted>(out.data(), out.size()));
+      }
+      if (!log_error.ok()) {
+        // Evicted, but the log could not make it durable (H5): counted and
+        // handed over above, then the cycle stops with the log's error.
+        result->status = std::move(log_error);
+        log_refusals_.Add();
+        return;
       }
     }
   }

@@ -434,8 +434,11 @@ class TenantRegistry {
                                 tenant.quota().limit(), &record);
       return log_->Append(reservation_, record);
     }
-    void Finalize() {
-      if (std::exchange(reserved_, false)) log_->Finalize(reservation_, {});
+    // OK once the record is durable (or without a log), else the log's
+    // error: the change is visible but not acknowledged (H5).
+    Status Finalize() {
+      if (!std::exchange(reserved_, false)) return Status::Ok();
+      return log_->Finalize(reservation_, {});
     }
 
    private:
@@ -474,8 +477,7 @@ class TenantRegistry {
     removed_.Add();
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
-    step.Finalize();
-    return Status::Ok();
+    return step.Finalize();
   }
 
   Result<RetireReservation> ReserveSnapshot() {
@@ -660,8 +662,7 @@ class TenantRegistry {
     created_.Add();
     registry_domain_.RetireReserved(
         std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
-    step.Finalize();
-    return Status::Ok();
+    return step.Finalize();
   }
 
   const RegistryOptions options_;

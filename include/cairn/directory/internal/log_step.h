@@ -105,13 +105,15 @@ class LogStep {
     return log_->Append(reservation_, record_);
   }
 
-  // The record is complete: the log calls back with `tokens` once durable.
-  void Finalize(std::span<const ObjectToken> tokens) {
-    if (!std::exchange(reserved_, false)) return;
-    log_->Finalize(reservation_, tokens);
+  // The record is complete: OK once it is durable (the log calls back with
+  // `tokens`), else the log's error, which the mutation returns: its change
+  // is visible but not acknowledged. OK without a log.
+  Status Finalize(std::span<const ObjectToken> tokens) {
+    if (!std::exchange(reserved_, false)) return Status::Ok();
+    return log_->Finalize(reservation_, tokens);
   }
-  void Finalize(ObjectToken token) {
-    Finalize(std::span<const ObjectToken>(&token, 1));
+  Status Finalize(ObjectToken token) {
+    return Finalize(std::span<const ObjectToken>(&token, 1));
   }
   // Voids the reservation (and its record, if appended) unless it was
   // finalized. Caller holds no directory lock.
