@@ -22,6 +22,7 @@
 
 #include "bench/common/keys.h"
 #include "cairn/base/mutex.h"
+#include "cairn/base/rw_lock.h"
 #include "cairn/base/thread_annotations.h"
 
 namespace cairn::bench {
@@ -41,7 +42,9 @@ struct BenchEntry {
   std::uint64_t id() const { return id_value; }
   const std::uint64_t id_value;
   const std::string key;
-  mutable SharedMutex mu;
+  // The directory's per-object lock (ObjectEntry), so the route benches'
+  // per-object work is the library's.
+  mutable RwLock mu;
   std::uint64_t size_bytes CAIRN_GUARDED_BY(mu) = 4096;
   std::uint64_t version CAIRN_GUARDED_BY(mu) = 0;
   std::int64_t lease CAIRN_GUARDED_BY(mu) = 0;

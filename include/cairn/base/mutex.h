@@ -1,7 +1,9 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// Annotated wrappers over std::mutex and std::shared_mutex.
+// Annotated wrappers over std::mutex and std::shared_mutex, and the scoped
+// guards (MutexLock, WriterLock, ReaderLock). The compact reader-writer lock
+// the directory uses per object is RwLock, in rw_lock.h.
 //
 // Thread safety: these are the locks; every method is safe from any thread.
 // They exist so clang's -Wthread-safety can check cairn's lock discipline, and
@@ -79,22 +81,24 @@ class CAIRN_SCOPED_CAPABILITY MutexLock {
   Mutex* const mu_;
 };
 
+// Scoped exclusive and shared holds of a SharedMutex or an RwLock
+// (cairn/base/rw_lock.h): `WriterLock lock(&mu);` deduces the lock type.
+template <typename Lockable>
 class CAIRN_SCOPED_CAPABILITY WriterLock {
  public:
-  explicit WriterLock(SharedMutex* mu) CAIRN_ACQUIRE(mu) : mu_(mu) {
-    mu_->Lock();
-  }
+  explicit WriterLock(Lockable* mu) CAIRN_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
   ~WriterLock() CAIRN_RELEASE() { mu_->Unlock(); }
   WriterLock(const WriterLock&) = delete;
   WriterLock& operator=(const WriterLock&) = delete;
 
  private:
-  SharedMutex* const mu_;
+  Lockable* const mu_;
 };
 
+template <typename Lockable>
 class CAIRN_SCOPED_CAPABILITY ReaderLock {
  public:
-  explicit ReaderLock(SharedMutex* mu) CAIRN_ACQUIRE_SHARED(mu) : mu_(mu) {
+  explicit ReaderLock(Lockable* mu) CAIRN_ACQUIRE_SHARED(mu) : mu_(mu) {
     mu_->LockShared();
   }
   ~ReaderLock() CAIRN_RELEASE() { mu_->UnlockShared(); }
@@ -102,7 +106,7 @@ class CAIRN_SCOPED_CAPABILITY ReaderLock {
   ReaderLock& operator=(const ReaderLock&) = delete;
 
  private:
-  SharedMutex* const mu_;
+  Lockable* const mu_;
 };
 
 CAIRN_NAMESPACE_END

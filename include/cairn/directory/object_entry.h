@@ -4,11 +4,11 @@
 // ObjectEntry: one named object instance in a GroupDirectory. It carries an
 // ObjectId (never reused within a tenant instance), its owned key, a link to
 // its explicit group (null for a singleton), a lifecycle
-// (kCreating -> kActive -> kRemoving), a private reader-writer lock and the
-// metadata envelope: size, lease deadline (monotone, P1), soft-pin deadline,
-// hard-pin flag, a version counter, in-flight task flags, the bytes counted
-// for quota with their ledger state (pending, committed, released; Q2), and
-// the host's Payload.
+// (kCreating -> kActive -> kRemoving), a private reader-writer lock (RwLock,
+// one 32-bit word, writers preferred) and the metadata envelope: size, lease
+// deadline (monotone, P1), soft-pin deadline, hard-pin flag, a version
+// counter, in-flight task flags, the bytes counted for quota with their
+// ledger state (pending, committed, released; Q2), and the host's Payload.
 //
 // Thread safety: the identity (id, key, group, tenant, hard pin) is
 // immutable and readable from any thread through a handle; counted_bytes() is
@@ -28,7 +28,7 @@
 #include <string_view>
 #include <utility>
 
-#include "cairn/base/mutex.h"
+#include "cairn/base/rw_lock.h"
 #include "cairn/base/thread_annotations.h"
 #include "cairn/base/version.h"
 #include "cairn/route/route_concept.h"
@@ -214,9 +214,10 @@ class ObjectEntry {
   std::atomic<std::uint64_t> counted_bytes_;
   const std::uint64_t retained_bytes_;
   const bool hard_pinned_;
-
-  mutable SharedMutex mu_;
+  // Next to the bool, so the one-byte lifecycle and the 4-byte lock share
+  // the padding before the 8-byte cells.
   std::atomic<Lifecycle> lifecycle_{Lifecycle::kCreating};
+  mutable RwLock mu_;
   // Singletons only; a member's lease is its group's (P2). Moved by an
   // atomic max under the shared or exclusive lock.
   std::atomic<std::int64_t> lease_deadline_;
