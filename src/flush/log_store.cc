@@ -232,15 +232,72 @@ Status LogStore::Recover() {
     CAIRN_RETURN_IF_ERROR(log_->Truncate(durable_end));
   }
   watermark_.store((block << 32) | scan.end, std::memory_order_release);
-  MutexLock lock(&log_mu_);
-  auto pending = std::make_unique<PendingBlock>();
-  pending->buffer = std::make_unique<LogBlockBuffer>(block, log_->data_bytes(),
-                                                     log_->log_id());
-  if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
-  pending->buffer->Resume(scan.end, scan.records, scan.chain,
-                          scan.header_sequence, scan.header_used);
-  blocks_.push_back(std::move(pending));
+  {
+    MutexLock lock(&log_mu_);
+    auto pending = std::make_unique<PendingBlock>();
+    pending->buffer = std::make_unique<LogBlockBuffer>(
+        block, log_->data_bytes(), log_->log_id());
+    if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
+    pending->buffer->Resume(scan.end, scan.records, scan.chain,
+                            scan.header_sequence, scan.header_used);
+    blocks_.push_back(std::move(pending));
+  }
+  return RebuildLive(block + 1);
+}
+
+Status LogStore::RebuildLive(std::uint64_t blocks) {
+  std::vector<std::uint64_t> live;
+  try {
+    live.assign(blocks, 0);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("live bytes table");
+  }
+  std::uint64_t total = 0;
+  for (auto& part : partitions_) {
+    MutexLock lock(&part->mu);
+    for (auto& map : part->maps) {
+      bool inside = true;
+      (void)map->ForEachUntil([&](const RecordIndex::Entry& e) {
+        if (e.value().block >= blocks) {
+          inside = false;
+          return ScanControl::kStop;
+        }
+        live[e.value().block] += e.value().length;
+        total += e.value().length;
+        return ScanControl::kContinue;
+      });
+      if (!inside) {
+        return DataLossError("the index points past the log's last block");
+      }
+    }
+  }
+  MutexLock log_lock(&log_mu_);
+  live_.swap(live);
+  live_total_.store(total, std::memory_order_relaxed);
+  log_blocks_.store(blocks, std::memory_order_relaxed);
   return Status();
+}
+
+void LogStore::AddLive(const RecordLocation& loc) {
+  live_[loc.block] += loc.length;
+  live_total_.store(live_total_.load(std::memory_order_relaxed) + loc.length,
+                    std::memory_order_relaxed);
+}
+
+void LogStore::SubLive(const RecordLocation& loc) {
+  CAIRN_CHECK(live_[loc.block] >= loc.length);
+  live_[loc.block] -= loc.length;
+  live_total_.store(live_total_.load(std::memory_order_relaxed) - loc.length,
+                    std::memory_order_relaxed);
+}
+
+LogStoreSpace LogStore::Space() const {
+  LogStoreSpace out;
+  out.block_bytes = log_->block_bytes();
+  MutexLock log_lock(&log_mu_);
+  out.live_bytes_per_block = live_;
+  out.live_bytes = live_total_.load(std::memory_order_relaxed);
+  return out;
 }
 
 Status LogStore::ScanBlock(std::uint64_t block, std::uint32_t from,
@@ -460,6 +517,11 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
     }
     std::unique_ptr<PendingBlock> pending(new (std::nothrow) PendingBlock);
     if (pending == nullptr) return ResourceExhaustedError("pending block");
+    try {
+      if (live_.size() <= next) live_.resize(next + 1, 0);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError("live bytes table");
+    }
     pending->buffer = std::move(buffer);
     try {
       blocks_.push_back(std::move(pending));
@@ -469,6 +531,7 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
     // The full block ends with its seal, so recovery goes on to the next.
     current->buffer->Seal();
     sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
+    log_blocks_.store(live_.size(), std::memory_order_relaxed);
     current = blocks_.back().get();
   }
   *mark = current->buffer->mark();
@@ -556,6 +619,10 @@ Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
     MutexLock partition_lock(&part.mu);
     RecordIndex& map = *part.maps[db];
     const std::uint64_t hash = map.HashOf(key);
+    // The record this Set supersedes, if any: its bytes stop being live.
+    const RecordIndex::Entry* previous = map.Find(key, hash);
+    const RecordLocation superseded =
+        previous != nullptr ? previous->value() : RecordLocation{};
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer::Mark mark;
     auto loc = AppendLocked(LogRecordType::kSet, db, key, value, &mark);
@@ -576,6 +643,8 @@ Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
       if (receipts) block.receipts.pop_back();
       return ToStatus(r.outcome);
     }
+    AddLive(*loc);
+    if (previous != nullptr) SubLive(superseded);
     if (receipts) {
       FlushReceipt& receipt = block.receipts.back();
       receipt.address = r.entry->address();
@@ -604,12 +673,15 @@ Status LogStore::DelUncounted(std::uint32_t db, std::string_view key,
   {
     MutexLock partition_lock(&part.mu);
     RecordIndex& map = *part.maps[db];
-    if (map.Find(key) == nullptr) return NotFoundError();
+    const RecordIndex::Entry* entry = map.Find(key);
+    if (entry == nullptr) return NotFoundError();
+    const RecordLocation deleted = entry->value();
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer::Mark mark;
     auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
     if (!loc.ok()) return loc.status();
     CAIRN_CHECK(map.Erase(key) == ScanHashMapOutcome::kOk);
+    SubLive(deleted);
     if (end != nullptr) *end = EndOf(*loc);
   }
   return Status();
@@ -636,7 +708,18 @@ Status LogStore::FlushDb(std::uint32_t db) {
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer::Mark mark;
     auto loc = AppendLocked(LogRecordType::kFlushDb, db, {}, {}, &mark);
-    if (!loc.ok()) status = loc.status();
+    if (!loc.ok()) {
+      status = loc.status();
+    } else {
+      // Every record of the database stops being live.
+      for (auto& part : partitions_) {
+        part->mu.AssertHeld();
+        (void)part->maps[db]->ForEachUntil([&](const RecordIndex::Entry& e) {
+          SubLive(e.value());
+          return ScanControl::kContinue;
+        });
+      }
+    }
   }
   if (status.ok()) {
     for (auto& part : partitions_) {
@@ -710,6 +793,14 @@ void LogStore::VisitMetrics(MetricVisitor& visitor,
   v.GaugeValue(
       "cairn_logstore_sealed_blocks", "Full blocks waiting for a flush.",
       static_cast<double>(sealed_blocks_.load(std::memory_order_relaxed)));
+  v.GaugeValue(
+      "cairn_logstore_log_blocks",
+      "Blocks in the log, the one being filled included.",
+      static_cast<double>(log_blocks_.load(std::memory_order_relaxed)));
+  v.GaugeValue(
+      "cairn_logstore_live_bytes",
+      "Bytes of the records the index points at, summed over blocks.",
+      static_cast<double>(live_total_.load(std::memory_order_relaxed)));
   const std::uint64_t mark = watermark_.load(std::memory_order_acquire);
   v.GaugeValue("cairn_logstore_durable_block",
                "Block of the durable watermark.",

@@ -124,6 +124,20 @@ struct LogStoreRecovery {
   std::uint64_t rehashes_during_load = 0;  // 0 expected after presizing
 };
 
+// Where the log's space goes (LogStore::Space). A record is live while the
+// index points at it; a record superseded by a later Set, deleted, or
+// dropped by FlushDb is dead, and so are tombstones (Del and FlushDb
+// records) and seals. Every block takes block_bytes of the file whatever
+// its records hold, so a block's dead bytes are block_bytes minus its live
+// bytes.
+struct LogStoreSpace {
+  std::uint64_t block_bytes = 0;  // each block's size in the file
+  std::uint64_t live_bytes = 0;   // the sum of live_bytes_per_block
+  // Bytes of the live records in each block, index = block; the last
+  // block is the one being filled.
+  std::vector<std::uint64_t> live_bytes_per_block;
+};
+
 struct FlushReport {
   std::uint64_t blocks_written = 0;  // blocks whose data was written
   std::uint64_t bytes_written = 0;   // data bytes
@@ -217,6 +231,12 @@ class LogStore {
   // other threads' counters share.
   void VisitMetrics(MetricVisitor& visitor,
                     std::span<const MetricLabel> labels = {}) const;
+
+  // Live bytes per block (see LogStoreSpace). Kept on the write path: a Set
+  // adds its record to its block and takes the record it supersedes off
+  // that one's, Del and FlushDb take off what they drop; Open rebuilds it
+  // from the recovered index. Locks the log mutex while it copies.
+  LogStoreSpace Space() const CAIRN_EXCLUDES(log_mu_);
 
   const LogStoreRecovery& recovery() const noexcept { return recovery_; }
   const LogStoreOptions& options() const noexcept { return options_; }
@@ -345,7 +365,7 @@ class LogStore {
   LogStoreRecovery recovery_;
 
   Mutex flush_mu_ CAIRN_ACQUIRED_BEFORE(log_mu_);
-  Mutex log_mu_;
+  mutable Mutex log_mu_;
   // Group commit (a leaf: taken after any other lock, never held while
   // taking one): whether a waiter leads a flush, and the last failed sync
   // that covered records, up to which position.
@@ -360,6 +380,16 @@ class LogStore {
   std::deque<std::unique_ptr<PendingBlock>> blocks_ CAIRN_GUARDED_BY(log_mu_);
   std::vector<std::unique_ptr<LogBlockBuffer>> spare_buffers_
       CAIRN_GUARDED_BY(log_mu_);
+  // Live bytes per block (index = block) and their sum (also read without
+  // the lock by VisitMetrics); the size is the number of blocks.
+  std::vector<std::uint64_t> live_ CAIRN_GUARDED_BY(log_mu_);
+  std::atomic<std::uint64_t> live_total_{0};
+  std::atomic<std::uint64_t> log_blocks_{0};
+  // Adds a record to, or takes it off, its block's live bytes.
+  void AddLive(const RecordLocation& loc) CAIRN_REQUIRES(log_mu_);
+  void SubLive(const RecordLocation& loc) CAIRN_REQUIRES(log_mu_);
+  // Rebuilds live_ from the recovered index (Open).
+  Status RebuildLive(std::uint64_t blocks);
   // Durable up to (block << 32 | boundary): records of earlier blocks, and
   // of that block ending at or below boundary.
   std::atomic<std::uint64_t> watermark_{0};
