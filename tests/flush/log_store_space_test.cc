@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -38,6 +38,16 @@ LogStoreOptions Options() {
 
 using Model = std::map<std::pair<std::uint32_t, std::string>, std::string>;
 
+// Every block's (number, slot, live bytes), in log order.
+std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint64_t>> Blocks(
+    const LogStoreSpace& space) {
+  std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint64_t>> out;
+  for (const LogBlockSpace& b : space.blocks) {
+    out.emplace_back(b.block, b.slot, b.live_bytes);
+  }
+  return out;
+}
+
 std::uint64_t ModelLiveBytes(const Model& model) {
   std::uint64_t n = 0;
   for (const auto& [key, value] : model) {
@@ -51,14 +61,14 @@ std::uint64_t ModelLiveBytes(const Model& model) {
 void ExpectSpace(const LogStore& store, const Model& model, int step) {
   const LogStoreSpace space = store.Space();
   EXPECT_EQ(space.live_bytes, ModelLiveBytes(model)) << "step " << step;
-  EXPECT_EQ(std::accumulate(space.live_bytes_per_block.begin(),
-                            space.live_bytes_per_block.end(), std::uint64_t{0}),
-            space.live_bytes)
-      << "step " << step;
-  EXPECT_EQ(space.block_bytes, kBlock);
-  for (std::uint64_t live : space.live_bytes_per_block) {
-    EXPECT_LE(live, LogRecordSpace(kBlock)) << "step " << step;
+  std::uint64_t sum = 0;
+  for (const LogBlockSpace& b : space.blocks) {
+    sum += b.live_bytes;
+    EXPECT_LE(b.live_bytes, LogRecordSpace(kBlock)) << "step " << step;
   }
+  EXPECT_EQ(sum, space.live_bytes) << "step " << step;
+  EXPECT_EQ(space.block_bytes, kBlock);
+  EXPECT_LE(space.blocks.size() + space.free_slots, space.slots);
 }
 
 // Random sets (overwrites of a small key set), deletes, FlushDb, flushes and
@@ -94,22 +104,20 @@ TEST(LogStoreSpaceTest, LiveBytesFollowTheModelAndSurviveReopen) {
     } else if (op < 96) {
       ASSERT_TRUE((*store)->Flush().ok());
     } else {
-      const std::vector<std::uint64_t> before =
-          (*store)->Space().live_bytes_per_block;
+      const auto before = Blocks((*store)->Space());
       o.checkpoint_on_close = (op % 2) == 0;
       ASSERT_TRUE((*store)->Close().ok());
       store->reset();
       store = LogStore::Open(dir.path(), o);
       ASSERT_TRUE(store.ok()) << store.status().message();
-      EXPECT_EQ((*store)->Space().live_bytes_per_block, before)
-          << "step " << step;
+      EXPECT_EQ(Blocks((*store)->Space()), before) << "step " << step;
       ++reopens;
     }
     ExpectSpace(**store, model, step);
     if (HasFailure()) return;
   }
   EXPECT_GT(reopens, 50);
-  EXPECT_GT((*store)->Space().live_bytes_per_block.size(), 20u);
+  EXPECT_GT((*store)->Space().blocks.size(), 20u);
 }
 
 // A block whose every record was overwritten holds no live bytes; the
@@ -129,8 +137,9 @@ TEST(LogStoreSpaceTest, OverwrittenBlockHoldsNothingLiveAndGaugesReport) {
     }
   }
   const LogStoreSpace space = store.Space();
-  ASSERT_GE(space.live_bytes_per_block.size(), 3u);
-  EXPECT_EQ(space.live_bytes_per_block[0], 0u);
+  ASSERT_GE(space.blocks.size(), 3u);
+  EXPECT_EQ(space.blocks[0].block, 0u);
+  EXPECT_EQ(space.blocks[0].live_bytes, 0u);
   EXPECT_EQ(space.live_bytes, 10 * LogRecordBytes(4, 1000));
 
   PrometheusRenderer r;
@@ -142,7 +151,9 @@ TEST(LogStoreSpaceTest, OverwrittenBlockHoldsNothingLiveAndGaugesReport) {
   EXPECT_EQ(p.Value("cairn_logstore_live_bytes", {}),
             static_cast<double>(space.live_bytes));
   EXPECT_EQ(p.Value("cairn_logstore_log_blocks", {}),
-            static_cast<double>(space.live_bytes_per_block.size()));
+            static_cast<double>(space.blocks.size()));
+  EXPECT_EQ(p.Value("cairn_logstore_log_slots", {}),
+            static_cast<double>(space.slots));
 }
 
 }  // namespace
