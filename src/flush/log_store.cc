@@ -929,6 +929,7 @@ Status LogStore::FlushDb(std::uint32_t db) {
       for (auto& part : partitions_) {
         part->mu.AssertHeld();
         (void)part->maps[db]->ForEachUntil([&](const RecordIndex::Entry& e) {
+          log_mu_.AssertHeld();  // held around the scan
           SubLive(e.value());
           return ScanControl::kContinue;
         });
