@@ -98,7 +98,45 @@ def run(ctx):
                      f"{share['on']:.1%}; flush I/O {io_block/1e6:.1f} ms per FlushBlock"
                      if op == "Set" else "")))))
     records += durable_gates(ctx)
+    records += space_gates(ctx)
     return records
+
+
+SPACE_BINARY = "cairn_flush_space_benchmark"
+
+
+def space_gates(ctx):
+    """X5 space amplification: the log file's bytes over the live bytes
+    after 10 passes of uniform overwrite (1 KiB values, 16-byte keys) with
+    the host compacting (every 256 SETs, the emptiest block if at most 90%
+    live) while the blocks in use take over 1.2x the live bytes.
+    Quick mode 100k keys (about 100 MiB live, 1 GiB written), --full 1M.
+    One run: the figure is a size, not a timing."""
+    keys = 1_000_000 if ctx.full else 100_000
+    gid = "flush.X5.space_amp"
+    workload = (f"X5 LogStore file bytes / live bytes after 10 passes of uniform "
+                f"overwrite of {keys} keys (1 KiB values), Compact every 256 SETs while "
+                f"the blocks in use take over 1.2x live (the emptiest block, if <= 90% "
+                f"live), 8 MiB blocks, no fdatasync")
+    if not (ctx.bench_dir / SPACE_BINARY).exists():
+        return [ctx.skipped(gid, workload, f"bench binary {SPACE_BINARY} is missing")]
+    runs = ctx.run_bench(SPACE_BINARY, f"BM_FlushX5SpaceAmp/{keys}/",
+                         repetitions=1, min_time=0.01, interleave=False)
+    name = f"BM_FlushX5SpaceAmp/{keys}/iterations:1/real_time"
+    field = lambda f: ctx.median(runs, name, field=f)
+    file_mib, live_mib = field("file_mib"), field("live_mib")
+    ctx.progress(f"X5 space: file {file_mib:.1f} MiB, live {live_mib:.1f} MiB, "
+                 f"amp {file_mib / live_mib:.3f}, write amp {field('write_amp'):.2f}")
+    return [ctx.gate(
+        gid, workload, 1, keys, "file bytes", "live bytes", file_mib, live_mib, "MiB",
+        False, 1.5,
+        note=(f"file {file_mib:.1f} MiB over live {live_mib:.1f} MiB; write amplification "
+              f"{field('write_amp'):.2f} (flushed bytes / appended record bytes), "
+              f"{field('relocated_mib'):.0f} MiB relocated, {field('blocks_freed'):.0f} blocks "
+              f"freed in {field('compact_calls'):.0f} calls, {field('slots'):.0f} slots; "
+              f"throughput "
+              f"{field('items_per_second')/1e3:.0f}k SETs/s with compaction"
+              + ("" if ctx.full else "; quick mode: 100k keys, --full runs 1M")))]
 
 
 def durable_gates(ctx):

@@ -111,12 +111,12 @@ Status BlockLog::Sync() {
   return file_->Sync();
 }
 
-Status BlockLog::WriteData(std::uint64_t block, std::uint32_t offset,
+Status BlockLog::WriteData(std::uint64_t slot, std::uint32_t offset,
                            const char* data, std::size_t bytes) {
   if (offset > data_bytes() || bytes > data_bytes() - offset) {
     return InvalidArgumentError("write past the end of a block");
   }
-  return file_->WriteAt(BlockOffset(block) + kLogBlockDataOffset + offset,
+  return file_->WriteAt(BlockOffset(slot) + kLogBlockDataOffset + offset,
                         std::string_view(data, bytes));
 }
 
@@ -127,13 +127,13 @@ Status BlockLog::WriteHeader(const LogBlockHeader& header) {
   char slot[kLogHeaderSlotBytes];
   EncodeLogBlockHeader(header, std::span<char, kLogHeaderSlotBytes>(slot));
   return file_->WriteAt(
-      BlockOffset(header.block) + (header.sequence % 2) * kLogHeaderSlotBytes,
+      BlockOffset(header.slot) + (header.sequence % 2) * kLogHeaderSlotBytes,
       std::string_view(slot, sizeof(slot)));
 }
 
-Result<LogBlockHeader> BlockLog::ReadHeader(std::uint64_t block) const {
+Result<LogBlockHeader> BlockLog::ReadHeader(std::uint64_t slot) const {
   char slots[2 * kLogHeaderSlotBytes];
-  Result<std::size_t> n = file_->ReadAt(BlockOffset(block), slots);
+  Result<std::size_t> n = file_->ReadAt(BlockOffset(slot), slots);
   if (!n.ok()) return n.status();
   bool found = false;
   bool wrong_version = false;
@@ -145,38 +145,49 @@ Result<LogBlockHeader> BlockLog::ReadHeader(std::uint64_t block) const {
     const LogSlotState state = DecodeLogBlockHeader(
         std::span<const char>(slots + begin, kLogHeaderSlotBytes), &h);
     if (state == LogSlotState::kWrongVersion) wrong_version = true;
-    if (state != LogSlotState::kValid || h.block != block ||
+    if (state != LogSlotState::kValid || h.slot != slot ||
         h.sequence % 2 != static_cast<std::uint32_t>(s) ||
         h.used_bytes > data_bytes()) {
       continue;
     }
-    if (!found || h.sequence > best.sequence) best = h;
+    // A reused slot may still hold a header of the block that had it
+    // before in its other header slot: the newer block wins.
+    if (!found || h.block > best.block ||
+        (h.block == best.block && h.sequence > best.sequence)) {
+      best = h;
+    }
     found = true;
   }
   if (found) return best;
   if (wrong_version) {
-    return FailedPreconditionError("block " + std::to_string(block) +
+    return FailedPreconditionError("block slot " + std::to_string(slot) +
                                    " has a header of another format version");
   }
   return NotFoundError();
 }
 
-Status BlockLog::ReadData(std::uint64_t block, std::uint32_t offset,
+Status BlockLog::ReadData(std::uint64_t slot, std::uint32_t offset,
                           std::size_t bytes, char* out) const {
   if (offset > data_bytes() || bytes > data_bytes() - offset) {
     return InvalidArgumentError("read past the end of a block");
   }
   Result<std::size_t> n =
-      file_->ReadAt(BlockOffset(block) + kLogBlockDataOffset + offset,
+      file_->ReadAt(BlockOffset(slot) + kLogBlockDataOffset + offset,
                     std::span<char>(out, bytes));
   if (!n.ok()) return n.status();
   if (*n != bytes) {
-    return DataLossError("log file ends inside block " + std::to_string(block));
+    return DataLossError("log file ends inside block slot " +
+                         std::to_string(slot));
   }
   return Status();
 }
 
 Result<std::uint64_t> BlockLog::FileBytes() const { return file_->Size(); }
+
+Status BlockLog::Wipe(std::uint64_t slot) {
+  const std::string zeros(kLogBlockDataOffset + kLogRecordHeaderBytes, '\0');
+  return file_->WriteAt(BlockOffset(slot), zeros);
+}
 
 Status BlockLog::Truncate(std::uint64_t bytes) {
   CAIRN_RETURN_IF_ERROR(file_->Truncate(bytes));
@@ -184,8 +195,10 @@ Status BlockLog::Truncate(std::uint64_t bytes) {
 }
 
 LogBlockBuffer::LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
-                               std::uint64_t log_id) noexcept
+                               std::uint64_t log_id,
+                               std::uint32_t slot) noexcept
     : block_(block),
+      slot_(slot),
       capacity_(data_bytes),
       log_id_(log_id),
       data_(new (std::nothrow) char[data_bytes]) {

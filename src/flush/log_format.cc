@@ -30,8 +30,9 @@ constexpr std::size_t kFileChecked = 32;
 // checks that seal, so an intact version 1 log gets kFailedPrecondition.
 constexpr std::size_t kFileCheckedV1 = 24;
 // Block header: magic u64 | version u32 | sequence u32 | block u64 |
-// used u32 | records u32 | chain u64 | checksum u64 (of the first 40 bytes).
-constexpr std::size_t kBlockChecked = 40;
+// used u32 | records u32 | chain u64 | slot u32 | reserved u32 |
+// checksum u64 (of the first 48 bytes).
+constexpr std::size_t kBlockChecked = 48;
 // Record header: checksum u32 | type u8 | reserved u8 | key length u16 |
 // value length u32 | db u32.
 
@@ -85,6 +86,8 @@ void EncodeLogBlockHeader(const LogBlockHeader& header,
   StoreFixed<std::uint32_t>(p + 24, header.used_bytes);
   StoreFixed<std::uint32_t>(p + 28, header.record_count);
   StoreFixed<std::uint64_t>(p + 32, header.chain_checksum);
+  StoreFixed<std::uint32_t>(p + 40, header.slot);
+  StoreFixed<std::uint32_t>(p + 44, 0);
   base_internal::SealRegion(p, kBlockChecked, kHeaderSeed);
 }
 
@@ -105,6 +108,7 @@ LogSlotState DecodeLogBlockHeader(std::span<const char> in,
   out->used_bytes = LoadFixed<std::uint32_t>(p + 24);
   out->record_count = LoadFixed<std::uint32_t>(p + 28);
   out->chain_checksum = LoadFixed<std::uint64_t>(p + 32);
+  out->slot = LoadFixed<std::uint32_t>(p + 40);
   return LogSlotState::kValid;
 }
 

@@ -111,6 +111,20 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   // Until recovery succeeds the store counts as closed, so destroying a
   // store that failed to open writes nothing.
   CAIRN_RETURN_IF_ERROR(store->Recover());
+  CAIRN_RETURN_IF_ERROR(store->RebuildLive());
+  {
+    // The head block's number and slot (its first header) are made durable
+    // before any of its records is written, and a head recovery sealed in
+    // memory gets its seal written: one flush attempt.
+    MutexLock flush_lock(&store->flush_mu_);
+    std::vector<FlushedBatch> batches;
+    FlushReport report;
+    bool more = false;
+    CAIRN_RETURN_IF_ERROR(store->FlushIo(&batches, &report, &more));
+    CAIRN_RETURN_IF_ERROR(store->WriteHeaders(/*all=*/false, &report));
+    store->ReleaseFlushedBlocks();
+    store->opened_ = true;
+  }
   if (!created && options.sync) {
     // What recovery found may not be synced (an earlier process died
     // between a write and its sync): make it durable before anything is
@@ -180,79 +194,303 @@ Status LogStore::Validate(std::uint32_t db, std::string_view key,
 // --- Recovery ---------------------------------------------------------------
 
 Status LogStore::Recover() {
+  auto file_bytes = log_->FileBytes();
+  if (!file_bytes.ok()) return file_bytes.status();
+  const std::uint64_t block_bytes = log_->block_bytes();
+  // Every block slot the file reaches into, the last one maybe cut short.
+  const std::uint64_t file_slots =
+      *file_bytes > kLogFileHeaderBytes
+          ? (*file_bytes - kLogFileHeaderBytes + block_bytes - 1) / block_bytes
+          : 0;
+  if (file_slots > RecordLocation::kMaxSlots) {
+    return DataLossError("the log file is larger than its format allows");
+  }
+  // 1. Which block each slot holds: its newest valid header's number.
+  struct Found {
+    std::uint64_t block;
+    std::uint32_t slot;
+    bool has_header;
+    LogBlockHeader header;
+  };
+  std::vector<Found> found;
+  std::vector<std::uint32_t> headerless;
+  for (std::uint32_t slot = 0; slot < file_slots; ++slot) {
+    auto header = log_->ReadHeader(slot);
+    if (header.ok()) {
+      found.push_back({header->block, slot, true, *header});
+    } else if (header.status().code() == StatusCode::kNotFound) {
+      headerless.push_back(slot);
+    } else {
+      return header.status();
+    }
+  }
+  auto by_block = [](const Found& a, const Found& b) {
+    return a.block < b.block;
+  };
+  std::sort(found.begin(), found.end(), by_block);
+  for (std::size_t i = 1; i < found.size(); ++i) {
+    if (found[i].block == found[i - 1].block) {
+      return DataLossError("block " + std::to_string(found[i].block) +
+                           " is claimed by two slots");
+    }
+  }
+  // A slot whose two header slots are both damaged still holds its block's
+  // records, which validate themselves: its block is one of the numbers no
+  // header names (or the one after the last named), and its first record
+  // tells which (a slot never written, or whose first header was torn,
+  // holds no valid record of any).
+  const std::uint64_t max_named = found.empty() ? 0 : found.back().block + 1;
+  std::vector<std::uint64_t> missing;
+  for (std::uint64_t b = 0, i = 0; b <= max_named && missing.size() < 4096;
+       ++b) {
+    if (i < found.size() && found[i].block == b) {
+      ++i;
+    } else {
+      missing.push_back(b);
+    }
+  }
+  for (std::uint32_t slot : headerless) {
+    if (missing.empty()) break;
+    const std::uint64_t data_at = log_->BlockOffset(slot) + kLogBlockDataOffset;
+    if (*file_bytes < data_at + kLogRecordHeaderBytes) continue;
+    char head[kLogRecordHeaderBytes];
+    CAIRN_RETURN_IF_ERROR(log_->ReadData(slot, 0, sizeof(head), head));
+    const std::size_t bytes = LogRecordBytesFromHeader(head);
+    if (bytes > log_->data_bytes() || data_at + bytes > *file_bytes) continue;
+    std::string record(bytes, '\0');
+    CAIRN_RETURN_IF_ERROR(log_->ReadData(slot, 0, bytes, record.data()));
+    for (auto it = missing.begin(); it != missing.end(); ++it) {
+      LogRecordView view;
+      if (DecodeLogRecord(std::span<const char>(record.data(), record.size()),
+                          0, {log_->log_id(), *it, 0}, &view)
+              .ok()) {
+        found.push_back({*it, slot, false, LogBlockHeader{}});
+        missing.erase(it);
+        break;
+      }
+    }
+  }
+  std::sort(found.begin(), found.end(), by_block);
+  std::map<std::uint64_t, std::uint32_t> slot_of;
+  for (const Found& f : found) slot_of[f.block] = f.slot;
+
+  // 2. The checkpoint, located through the slots.
   std::uint64_t start_block = 0;
   std::uint32_t start_offset = 0;
   Result<bool> has_checkpoint = env_->FileExists(CheckpointPath(dir_));
   if (!has_checkpoint.ok()) return has_checkpoint.status();
   if (*has_checkpoint) {
-    CAIRN_RETURN_IF_ERROR(LoadCheckpoint(&start_block, &start_offset));
+    CAIRN_RETURN_IF_ERROR(LoadCheckpoint(slot_of, &start_block, &start_offset));
     recovery_.from_checkpoint = true;
-  }
-  auto file_bytes = log_->FileBytes();
-  if (!file_bytes.ok()) return file_bytes.status();
-  // Replay from the checkpoint position through every sealed block; the
-  // first block without a valid seal is the last one.
-  std::uint64_t block = start_block;
-  std::uint32_t from = start_offset;
-  BlockScan scan;
-  for (;; ++block, from = 0) {
-    if (block > UINT32_MAX) return ResourceExhaustedError("log is full");
-    scan = BlockScan();
-    CAIRN_RETURN_IF_ERROR(ScanBlock(block, from, *file_bytes, &scan));
-    if (scan.records > 0) ++recovery_.blocks_replayed;
-    if (!scan.sealed) break;
-  }
-  // Past the last block no header may be valid: a header names bytes an
-  // earlier sync made durable, and those come after this block's seal, so
-  // this block lost durable bytes.
-  for (std::uint64_t later = block + 1; log_->BlockOffset(later) < *file_bytes;
-       ++later) {
-    auto header = log_->ReadHeader(later);
-    if (header.ok() || header.status().code() != StatusCode::kNotFound) {
+    if (found.empty() || found.back().block < start_block) {
       return DataLossError(
-          "block " + std::to_string(block) + " ends at offset " +
-          std::to_string(scan.end) + " without a seal but block " +
-          std::to_string(later) + " has a header: durable records are damaged");
+          "the log holds no block at or after the checkpoint's position");
     }
   }
-  // Everything checked: now cut the torn tail (what no valid record
-  // covers) and go on filling the last block where its records end.
-  std::uint64_t durable_end =
-      log_->BlockOffset(block) + kLogBlockDataOffset + scan.end;
-  if (*file_bytes<durable_end&& * file_bytes> log_->BlockOffset(block) &&
-      scan.end == 0 && scan.header_sequence == 0) {
-    // The file ends inside this block's header slots and neither slot
-    // holds a valid header: a torn header write (or foreign bytes). Cut
-    // them too, or the next write past them would make a stale slot whole,
-    // and so readable, again.
-    durable_end = log_->BlockOffset(block);
+
+  // 3. Replay in block order from the checkpoint's position; the first
+  // block without a valid seal is the head (the last block).
+  std::size_t head = found.size();
+  BlockScan scan;
+  std::vector<bool> flushdb(found.size(), false);
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const Found& f = found[i];
+    if (f.block < start_block) continue;  // before the checkpoint
+    scan = BlockScan();
+    const std::uint32_t from = f.block == start_block ? start_offset : 0;
+    CAIRN_RETURN_IF_ERROR(ScanBlock(f.block, f.slot,
+                                    f.has_header ? &f.header : nullptr, from,
+                                    *file_bytes, &scan));
+    if (scan.records > 0) ++recovery_.blocks_replayed;
+    flushdb[i] = scan.flushdb;
+    if (!scan.sealed) {
+      head = i;
+      break;
+    }
   }
-  if (*file_bytes > durable_end) {
-    recovery_.torn_tail_bytes = *file_bytes - durable_end;
-    CAIRN_RETURN_IF_ERROR(log_->Truncate(durable_end));
+  // Past the head no header may name records: a header names bytes an
+  // earlier sync made durable, and those came after the head's seal, so the
+  // head lost durable bytes. A later block whose header names nothing was
+  // opened (its number and slot made durable) before its records were
+  // written: those were never acknowledged, and its slot is free.
+  for (std::size_t i = head + 1; i < found.size(); ++i) {
+    if (found[i].has_header && found[i].header.used_bytes > 0) {
+      return DataLossError("block " + std::to_string(found[head].block) +
+                           " ends at offset " + std::to_string(scan.end) +
+                           " without a seal but block " +
+                           std::to_string(found[i].block) +
+                           " has a header: durable records are damaged");
+    }
   }
-  watermark_.store((block << 32) | scan.end, std::memory_order_release);
+  const std::uint64_t max_seen = found.empty() ? 0 : found.back().block + 1;
+  const std::size_t accepted = head < found.size() ? head + 1 : found.size();
+  std::uint32_t last_slot = 0;  // one past the highest accepted slot
+  for (std::size_t i = 0; i < accepted; ++i) {
+    last_slot = std::max(last_slot, found[i].slot + 1);
+  }
+  // 4. Cut the file after the last accepted block, and, when the head is
+  // that block, where its valid records end (the torn tail): the bytes
+  // past them, a record the crashed process wrote past a torn one
+  // included, must not pass again once new records fill the gap. A head
+  // that sits before another accepted block cannot be cut: it is sealed
+  // where its records end (in memory; the next flush writes the seal) and
+  // a new block opens, so recovery never reads past that seal.
+  const bool head_found = head < found.size();
+  const bool head_last = head_found && found[head].slot + 1 == last_slot;
+  std::uint64_t cut = log_->BlockOffset(last_slot);
+  if (head_last) {
+    cut = log_->BlockOffset(found[head].slot) + kLogBlockDataOffset + scan.end;
+  }
+  if (*file_bytes > cut) {
+    recovery_.torn_tail_bytes = *file_bytes - cut;
+    CAIRN_RETURN_IF_ERROR(log_->Truncate(cut));
+  }
+  // The blocks dropped after the head that the cut left: wipe them, so a
+  // later recovery never takes one for an unsealed block before the
+  // blocks opened from now on (Open syncs this before it returns, so
+  // before any new block's records are written).
+  for (std::size_t i = head_found ? head + 1 : found.size(); i < found.size();
+       ++i) {
+    if (found[i].slot < last_slot) {
+      CAIRN_RETURN_IF_ERROR(log_->Wipe(found[i].slot));
+    }
+  }
   MutexLock lock(&log_mu_);
-  auto pending = std::make_unique<PendingBlock>();
-  pending->buffer = std::make_unique<LogBlockBuffer>(block, log_->data_bytes(),
-                                                     log_->log_id());
-  if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
-  pending->buffer->Resume(scan.end, scan.records, scan.chain,
-                          scan.header_sequence, scan.header_used);
-  blocks_.push_back(std::move(pending));
+  slots_ = last_slot;
+  std::vector<bool> used(last_slot, false);
+  for (std::size_t i = 0; i < accepted; ++i) {
+    table_[found[i].block] = BlockInfo{found[i].slot, 0, flushdb[i]};
+    used[found[i].slot] = true;
+  }
+  for (std::uint32_t slot = last_slot; slot-- > 0;) {
+    if (!used[slot]) free_slots_.push_back(slot);
+  }
+  next_block_ = std::max<std::uint64_t>(max_seen, 0);
+  has_checkpoint_ = *has_checkpoint;
+  checkpoint_position_ = (start_block << 32) | start_offset;
+  std::uint64_t watermark = 0;
+  if (head_found) {
+    const Found& f = found[head];
+    auto pending = std::make_unique<PendingBlock>();
+    pending->buffer = std::make_unique<LogBlockBuffer>(
+        f.block, log_->data_bytes(), log_->log_id(), f.slot);
+    if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
+    pending->buffer->Resume(scan.end, scan.records, scan.chain,
+                            scan.header_sequence, scan.header_used);
+    watermark = (f.block << 32) | scan.end;
+    if (!head_last) {
+      pending->buffer->Seal();
+      sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    blocks_.push_back(std::move(pending));
+  }
+  if (!head_found || !head_last) {
+    // A new block after the last one, numbered past every number a header
+    // named (a discarded block's included: its stale records must never
+    // pass again).
+    Result<std::uint32_t> slot = AllocateSlotLocked();
+    if (!slot.ok()) return slot.status();
+    const std::uint64_t block = next_block_++;
+    if (block > UINT32_MAX) return ResourceExhaustedError("log is full");
+    auto pending = std::make_unique<PendingBlock>();
+    pending->buffer = std::make_unique<LogBlockBuffer>(
+        block, log_->data_bytes(), log_->log_id(), *slot);
+    if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
+    table_[block] = BlockInfo{*slot, 0, false};
+    if (!head_found) watermark = block << 32;
+    blocks_.push_back(std::move(pending));
+  } else {
+    next_block_ = std::max(next_block_, found[head].block + 1);
+  }
+  watermark_.store(watermark, std::memory_order_release);
+  log_slots_.store(slots_, std::memory_order_relaxed);
   return Status();
 }
 
-Status LogStore::ScanBlock(std::uint64_t block, std::uint32_t from,
-                           std::uint64_t file_bytes, BlockScan* scan) {
-  auto header = log_->ReadHeader(block);
-  const bool has_header = header.ok();
-  if (!has_header && header.status().code() != StatusCode::kNotFound) {
-    return header.status();
+Result<std::uint32_t> LogStore::AllocateSlotLocked() {
+  if (!free_slots_.empty()) {
+    const std::uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
   }
+  if (slots_ >= RecordLocation::kMaxSlots) {
+    return ResourceExhaustedError("log is full");
+  }
+  log_slots_.store(slots_ + 1, std::memory_order_relaxed);
+  return slots_++;
+}
+
+Status LogStore::RebuildLive() {
+  std::map<std::uint64_t, std::uint64_t> live;
+  std::uint64_t total = 0;
+  {
+    MutexLock log_lock(&log_mu_);
+    for (const auto& [block, info] : table_) live[block] = 0;
+  }
+  for (auto& part : partitions_) {
+    MutexLock lock(&part->mu);
+    for (auto& map : part->maps) {
+      bool inside = true;
+      (void)map->ForEachUntil([&](const RecordIndex::Entry& e) {
+        auto it = live.find(e.value().block);
+        if (it == live.end()) {
+          inside = false;
+          return ScanControl::kStop;
+        }
+        it->second += e.value().length;
+        total += e.value().length;
+        return ScanControl::kContinue;
+      });
+      if (!inside) {
+        return DataLossError(
+            "the index points at a block the log does not hold");
+      }
+    }
+  }
+  MutexLock log_lock(&log_mu_);
+  for (auto& [block, info] : table_) info.live = live[block];
+  live_total_.store(total, std::memory_order_relaxed);
+  log_blocks_.store(table_.size(), std::memory_order_relaxed);
+  return Status();
+}
+
+void LogStore::AddLive(const RecordLocation& loc) {
+  auto it = table_.find(loc.block);
+  CAIRN_CHECK(it != table_.end());
+  it->second.live += loc.length;
+  live_total_.store(live_total_.load(std::memory_order_relaxed) + loc.length,
+                    std::memory_order_relaxed);
+}
+
+void LogStore::SubLive(const RecordLocation& loc) {
+  auto it = table_.find(loc.block);
+  CAIRN_CHECK(it != table_.end() && it->second.live >= loc.length);
+  it->second.live -= loc.length;
+  live_total_.store(live_total_.load(std::memory_order_relaxed) - loc.length,
+                    std::memory_order_relaxed);
+}
+
+LogStoreSpace LogStore::Space() const {
+  LogStoreSpace out;
+  out.block_bytes = log_->block_bytes();
+  MutexLock log_lock(&log_mu_);
+  out.slots = slots_;
+  out.free_slots = free_slots_.size();
+  out.live_bytes = live_total_.load(std::memory_order_relaxed);
+  out.blocks.reserve(table_.size());
+  for (const auto& [block, info] : table_) {
+    out.blocks.push_back({block, info.slot, info.live});
+  }
+  return out;
+}
+
+Status LogStore::ScanBlock(std::uint64_t block, std::uint32_t slot,
+                           const LogBlockHeader* header, std::uint32_t from,
+                           std::uint64_t file_bytes, BlockScan* scan) {
+  const bool has_header = header != nullptr;
   const std::string where = "block " + std::to_string(block);
   const std::uint64_t data_begin =
-      log_->BlockOffset(block) + kLogBlockDataOffset;
+      log_->BlockOffset(slot) + kLogBlockDataOffset;
   const std::size_t avail =
       file_bytes > data_begin
           ? static_cast<std::size_t>(std::min<std::uint64_t>(
@@ -265,7 +503,7 @@ Status LogStore::ScanBlock(std::uint64_t block, std::uint32_t from,
   }
   std::string data(avail, '\0');
   if (avail > 0) {
-    CAIRN_RETURN_IF_ERROR(log_->ReadData(block, 0, avail, data.data()));
+    CAIRN_RETURN_IF_ERROR(log_->ReadData(slot, 0, avail, data.data()));
   }
   const std::span<const char> bytes(data.data(), data.size());
   std::uint32_t offset = 0;
@@ -299,11 +537,15 @@ Status LogStore::ScanBlock(std::uint64_t block, std::uint32_t from,
     ++scan->records;
     if (record.type == LogRecordType::kSeal) {
       scan->sealed = true;
-    } else if (offset >= from) {
-      const RecordLocation loc{static_cast<std::uint32_t>(block), offset,
-                               record.bytes, RecordLocation::kDurable};
-      CAIRN_RETURN_IF_ERROR(ApplyReplayed(record, loc));
-      ++recovery_.records_replayed;
+    } else {
+      if (record.type == LogRecordType::kFlushDb) scan->flushdb = true;
+      if (offset >= from) {
+        RecordLocation loc{static_cast<std::uint32_t>(block), offset,
+                           record.bytes, RecordLocation::kDurable};
+        loc.set_slot(slot);
+        CAIRN_RETURN_IF_ERROR(ApplyReplayed(record, loc));
+        ++recovery_.records_replayed;
+      }
     }
     offset += record.bytes;
   }
@@ -350,7 +592,9 @@ Status LogStore::ApplyReplayed(const LogRecordView& record,
   return r.ok() ? Status() : ToStatus(r.outcome);
 }
 
-Status LogStore::LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset) {
+Status LogStore::LoadCheckpoint(
+    const std::map<std::uint64_t, std::uint32_t>& slots, std::uint64_t* block,
+    std::uint32_t* offset) {
   Result<CheckpointFile> read =
       CheckpointFile::Read(*env_, CheckpointPath(dir_));
   if (!read.ok()) return read.status();
@@ -388,7 +632,13 @@ Status LogStore::LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset) {
           loc.length > log_->data_bytes() - loc.offset) {
         return DataLossError("a checkpoint entry runs past its block");
       }
-      return fn(e.db, e.key, e.location);
+      RecordLocation located = e.location;
+      const auto it = slots.find(located.block);
+      // A block compacted away after the checkpoint was written: the
+      // record was copied to a later block, which replay applies over this.
+      located.set_slot(it != slots.end() ? it->second
+                                         : RecordLocation::kMaxSlots - 1);
+      return fn(e.db, e.key, located);
     });
   };
   if (partitions != options_.partitions) {
@@ -443,14 +693,14 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
   const std::size_t bytes = LogRecordBytes(key.size(), value.size());
   PendingBlock* current = blocks_.back().get();
   if (!current->buffer->Fits(bytes)) {
-    // Seal the current block and open the next one.
-    const std::uint64_t next = current->buffer->block() + 1;
+    // Seal the current block and open the next one, in a free slot (one a
+    // compaction freed) or a new one at the end of the file.
+    const std::uint64_t next = next_block_;
     if (next > UINT32_MAX) return ResourceExhaustedError("log is full");
     std::unique_ptr<LogBlockBuffer> buffer;
     if (!spare_buffers_.empty()) {
       buffer = std::move(spare_buffers_.back());
       spare_buffers_.pop_back();
-      buffer->Reset(next);
     } else {
       buffer.reset(new (std::nothrow) LogBlockBuffer(next, log_->data_bytes(),
                                                      log_->log_id()));
@@ -460,12 +710,29 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
     }
     std::unique_ptr<PendingBlock> pending(new (std::nothrow) PendingBlock);
     if (pending == nullptr) return ResourceExhaustedError("pending block");
+    try {
+      table_.emplace(next, BlockInfo{});
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError("block table");
+    }
+    LogBlockBuffer* const fresh = buffer.get();
     pending->buffer = std::move(buffer);
     try {
       blocks_.push_back(std::move(pending));
     } catch (const std::bad_alloc&) {
+      table_.erase(next);
       return ResourceExhaustedError("pending block");
     }
+    Result<std::uint32_t> slot = AllocateSlotLocked();
+    if (!slot.ok()) {
+      blocks_.pop_back();
+      table_.erase(next);
+      return slot.status();
+    }
+    table_[next].slot = *slot;
+    fresh->Reset(next, *slot);
+    ++next_block_;
+    log_blocks_.store(table_.size(), std::memory_order_relaxed);
     // The full block ends with its seal, so recovery goes on to the next.
     current->buffer->Seal();
     sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
@@ -473,8 +740,10 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
   }
   *mark = current->buffer->mark();
   const std::uint32_t offset = current->buffer->Append(type, db, key, value);
-  return RecordLocation{static_cast<std::uint32_t>(current->buffer->block()),
-                        offset, static_cast<std::uint32_t>(bytes), 0};
+  RecordLocation loc{static_cast<std::uint32_t>(current->buffer->block()),
+                     offset, static_cast<std::uint32_t>(bytes), 0};
+  loc.set_slot(current->buffer->slot());
+  return loc;
 }
 
 Status LogStore::MakeRoom() {
@@ -545,7 +814,8 @@ Status LogStore::DelDurable(std::uint32_t db, std::string_view key) {
 }
 
 Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
-                         std::string_view value, std::uint64_t* end) {
+                         std::string_view value, std::uint64_t* end,
+                         const RecordLocation* only_if_at) {
   if (closed_.load(std::memory_order_acquire)) {
     return FailedPreconditionError("store is closed");
   }
@@ -556,6 +826,15 @@ Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
     MutexLock partition_lock(&part.mu);
     RecordIndex& map = *part.maps[db];
     const std::uint64_t hash = map.HashOf(key);
+    // The record this Set supersedes, if any: its bytes stop being live.
+    const RecordIndex::Entry* previous = map.Find(key, hash);
+    const RecordLocation superseded =
+        previous != nullptr ? previous->value() : RecordLocation{};
+    if (only_if_at != nullptr &&
+        (previous == nullptr || superseded.block != only_if_at->block ||
+         superseded.offset != only_if_at->offset)) {
+      return NotFoundError();  // no longer the key's record: dead
+    }
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer::Mark mark;
     auto loc = AppendLocked(LogRecordType::kSet, db, key, value, &mark);
@@ -576,6 +855,8 @@ Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
       if (receipts) block.receipts.pop_back();
       return ToStatus(r.outcome);
     }
+    AddLive(*loc);
+    if (previous != nullptr) SubLive(superseded);
     if (receipts) {
       FlushReceipt& receipt = block.receipts.back();
       receipt.address = r.entry->address();
@@ -604,12 +885,15 @@ Status LogStore::DelUncounted(std::uint32_t db, std::string_view key,
   {
     MutexLock partition_lock(&part.mu);
     RecordIndex& map = *part.maps[db];
-    if (map.Find(key) == nullptr) return NotFoundError();
+    const RecordIndex::Entry* entry = map.Find(key);
+    if (entry == nullptr) return NotFoundError();
+    const RecordLocation deleted = entry->value();
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer::Mark mark;
     auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
     if (!loc.ok()) return loc.status();
     CAIRN_CHECK(map.Erase(key) == ScanHashMapOutcome::kOk);
+    SubLive(deleted);
     if (end != nullptr) *end = EndOf(*loc);
   }
   return Status();
@@ -636,7 +920,21 @@ Status LogStore::FlushDb(std::uint32_t db) {
     MutexLock log_lock(&log_mu_);
     LogBlockBuffer::Mark mark;
     auto loc = AppendLocked(LogRecordType::kFlushDb, db, {}, {}, &mark);
-    if (!loc.ok()) status = loc.status();
+    if (!loc.ok()) {
+      status = loc.status();
+    } else {
+      // Compact keeps this block while the record may hide an older one.
+      table_[loc->block].flushdb = true;
+      // Every record of the database stops being live.
+      for (auto& part : partitions_) {
+        part->mu.AssertHeld();
+        (void)part->maps[db]->ForEachUntil([&](const RecordIndex::Entry& e) {
+          log_mu_.AssertHeld();  // held around the scan
+          SubLive(e.value());
+          return ScanControl::kContinue;
+        });
+      }
+    }
   }
   if (status.ok()) {
     for (auto& part : partitions_) {
@@ -710,6 +1008,32 @@ void LogStore::VisitMetrics(MetricVisitor& visitor,
   v.GaugeValue(
       "cairn_logstore_sealed_blocks", "Full blocks waiting for a flush.",
       static_cast<double>(sealed_blocks_.load(std::memory_order_relaxed)));
+  v.CounterValue("cairn_logstore_compactions_total", "Compact calls.",
+                 compactions_.Value());
+  v.CounterValue("cairn_logstore_compaction_failures_total",
+                 "Compact calls that returned an error.",
+                 compaction_failures_.Value());
+  v.CounterValue("cairn_logstore_compacted_blocks_total",
+                 "Blocks Compact freed (their slots reused by new blocks).",
+                 blocks_freed_.Value());
+  v.CounterValue("cairn_logstore_relocated_bytes_total",
+                 "Bytes of live records Compact copied to the log's head.",
+                 bytes_relocated_.Value());
+  v.CounterValue("cairn_logstore_get_retries_total",
+                 "Get reads that found their record moved by Compact and "
+                 "read the index again.",
+                 get_retries_.Value());
+  v.GaugeValue("cairn_logstore_log_slots",
+               "Block slots in the log file, free ones included.",
+               static_cast<double>(log_slots_.load(std::memory_order_relaxed)));
+  v.GaugeValue(
+      "cairn_logstore_log_blocks",
+      "Blocks in the log, the one being filled included.",
+      static_cast<double>(log_blocks_.load(std::memory_order_relaxed)));
+  v.GaugeValue(
+      "cairn_logstore_live_bytes",
+      "Bytes of the records the index points at, summed over blocks.",
+      static_cast<double>(live_total_.load(std::memory_order_relaxed)));
   const std::uint64_t mark = watermark_.load(std::memory_order_acquire);
   v.GaugeValue("cairn_logstore_durable_block",
                "Block of the durable watermark.",
@@ -757,7 +1081,7 @@ Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
                               std::string* value) const {
   std::string record_bytes(loc.length, '\0');
   CAIRN_RETURN_IF_ERROR(
-      log_->ReadData(loc.block, loc.offset, loc.length, record_bytes.data()));
+      log_->ReadData(loc.slot(), loc.offset, loc.length, record_bytes.data()));
   LogRecordView record;
   CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
       std::span<const char>(record_bytes.data(), record_bytes.size()), 0,
@@ -776,36 +1100,56 @@ Status LogStore::Get(std::uint32_t db, std::string_view key,
   return s;
 }
 
+LogStore::PendingBlock* LogStore::FindPendingLocked(std::uint64_t block) {
+  for (auto& pending : blocks_) {
+    if (pending->buffer->block() == block) return pending.get();
+  }
+  return nullptr;
+}
+
 Status LogStore::GetUncounted(std::uint32_t db, std::string_view key,
                               std::string* value) {
   CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
   Partition& part = *partitions_[PartitionOf(key)];
   RecordLocation loc;
-  {
-    MutexLock partition_lock(&part.mu);
-    const RecordIndex::Entry* entry = part.maps[db]->Find(key);
-    if (entry == nullptr) return NotFoundError();
-    loc = entry->value();
-    if (!loc.durable()) {
-      MutexLock log_lock(&log_mu_);
-      if (!DurableByWatermark(loc)) {
-        // Unflushed: its block is still in memory (a block is released only
-        // once the watermark covers it, under log_mu_).
-        const std::uint64_t first = blocks_.front()->buffer->block();
-        CAIRN_CHECK(loc.block >= first && loc.block - first < blocks_.size());
-        const LogBlockBuffer& buffer = *blocks_[loc.block - first]->buffer;
-        LogRecordView record;
-        CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
-            std::span<const char>(buffer.data(), buffer.used()), loc.offset,
-            {log_->log_id(), loc.block, loc.offset}, &record));
-        CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
-        value->assign(record.value);
-        return Status();
+  Status failed;
+  for (;;) {
+    {
+      MutexLock partition_lock(&part.mu);
+      const RecordIndex::Entry* entry = part.maps[db]->Find(key);
+      if (entry == nullptr) return NotFoundError();
+      if (!failed.ok() && entry->value().block == loc.block &&
+          entry->value().offset == loc.offset) {
+        return failed;  // it failed where the index still points: damage
+      }
+      loc = entry->value();
+      if (!loc.durable()) {
+        MutexLock log_lock(&log_mu_);
+        if (!DurableByWatermark(loc)) {
+          // Unflushed: its block is still in memory (a block is released
+          // only once the watermark covers it, under log_mu_).
+          const PendingBlock* pending = FindPendingLocked(loc.block);
+          CAIRN_CHECK(pending != nullptr);
+          const LogBlockBuffer& buffer = *pending->buffer;
+          LogRecordView record;
+          CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
+              std::span<const char>(buffer.data(), buffer.used()), loc.offset,
+              {log_->log_id(), loc.block, loc.offset}, &record));
+          CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
+          value->assign(record.value);
+          return Status();
+        }
       }
     }
+    // Durable records never change on disk while the index points at them:
+    // read without locks. Compact may meanwhile move the record and free,
+    // even reuse, its slot; the bytes then fail their checksum (seeded with
+    // the block's number, which a reused slot's new block does not share),
+    // and the read goes back to the index for the new location.
+    failed = ReadFromFile(loc, key, value);
+    if (failed.ok() || failed.code() != StatusCode::kDataLoss) return failed;
+    get_retries_.Add();
   }
-  // Durable records never change on disk: read without locks.
-  return ReadFromFile(loc, key, value);
 }
 
 std::size_t LogStore::KeyCount(std::uint32_t db) {
@@ -829,33 +1173,49 @@ bool LogStore::IndexSaysDurable(std::uint32_t db, std::string_view key) {
 // --- Flush, checkpoint, close -----------------------------------------------
 
 Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
-                         FlushReport* report) {
+                         FlushReport* report, bool* more) {
   struct BlockWrite {
     PendingBlock* pending = nullptr;
     std::uint32_t from = 0;
     LogBlockHeader snapshot;  // the block's state at the new boundary
     bool hint = false;        // write `header`
+    bool identity = false;    // `header` is the block's first
     LogBlockHeader header;    // names bytes an earlier sync made durable
     std::vector<FlushReceipt> receipts;
   };
   std::vector<BlockWrite> writes;
   writes.reserve(4);
-  // Everything below the newest block's snapshot is durable once this
-  // attempt succeeds (it writes every block's new bytes), also when that
-  // block is empty.
+  *more = false;
+  // Everything below the last snapshot taken is durable once this attempt
+  // succeeds (it writes every such block's new bytes), also when that block
+  // is empty.
   std::uint64_t newest = 0;
   {
     MutexLock log_lock(&log_mu_);
-    const LogBlockBuffer& back = *blocks_.back()->buffer;
-    newest = (back.block() << 32) | back.used();
     for (auto& pending : blocks_) {
       LogBlockBuffer& buffer = *pending->buffer;
+      if (buffer.sequence == 0) {
+        // No header of this block is durable yet: its first one (its
+        // number and slot, naming no record) goes first, and its records
+        // and every later block's wait for the next attempt, so that a
+        // record is never durable where recovery cannot tell its block.
+        BlockWrite& w = writes.emplace_back();
+        w.pending = pending.get();
+        w.hint = w.identity = true;
+        w.header = LogBlockHeader{buffer.block(), 1, 0, 0, 0, buffer.slot()};
+        *more = true;
+        break;
+      }
+      newest = (buffer.block() << 32) | buffer.used();
       const bool data = buffer.flushed < buffer.used();
       // The hint is rewritten once the durable boundary is kLogHintStride
       // past the header on disk, so most flushes write one contiguous
-      // range (full blocks, Checkpoint and Close write final headers).
+      // range; a full block whose bytes are all durable gets its final
+      // header here too (or in WriteHeaders).
       const bool hint =
-          buffer.durable.used_bytes >= buffer.header_used + kLogHintStride;
+          buffer.durable.used_bytes >= buffer.header_used + kLogHintStride ||
+          (buffer.sealed() && buffer.durable.used_bytes == buffer.used() &&
+           buffer.header_used < buffer.used());
       if (!data && !hint) continue;
       BlockWrite& w = writes.emplace_back();
       w.pending = pending.get();
@@ -876,6 +1236,9 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     }
     return Status();
   }
+  if (newest < watermark_.load(std::memory_order_acquire)) {
+    newest = watermark_.load(std::memory_order_acquire);
+  }
   // The bytes below each snapshot never change again: no lock. Every write,
   // then one sync: the records are the commit point, the headers hints.
   const std::int64_t start = clock_->NowNanos();
@@ -887,7 +1250,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       if (!s.ok()) break;
     }
     if (w.from < w.snapshot.used_bytes) {
-      s = log_->WriteData(w.snapshot.block, w.from,
+      s = log_->WriteData(w.snapshot.slot, w.from,
                           w.pending->buffer->data() + w.from,
                           w.snapshot.used_bytes - w.from);
       if (!s.ok()) break;
@@ -898,7 +1261,9 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     if (report != nullptr) ++report->syncs;
   }
   const std::int64_t io = clock_->NowNanos() - start;
-  flush_io_seconds_.Record(static_cast<std::uint64_t>(io));
+  // Open's own attempt (the head's first header) is not a flush the host
+  // asked for: metrics start at zero when the store is open.
+  if (opened_) flush_io_seconds_.Record(static_cast<std::uint64_t>(io));
   // Attempted positions cover every record below the last snapshot, also
   // those of blocks a failed write never reached.
   for (const BlockWrite& w : writes) {
@@ -927,6 +1292,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
         buffer.sequence = w.header.sequence;
         buffer.header_used = w.header.used_bytes;
       }
+      if (w.identity) continue;  // no records written
       if (report != nullptr && w.from < w.snapshot.used_bytes) {
         ++report->blocks_written;
         report->bytes_written += w.snapshot.used_bytes - w.from;
@@ -1059,10 +1425,22 @@ void LogStore::ReleaseFlushedBlocks() {
   }
 }
 
+Status LogStore::FlushAllIo(std::vector<FlushedBatch>* batches,
+                            FlushReport* report) {
+  // An attempt that wrote a new block's first header leaves its records
+  // (and later blocks') to the next one; each attempt makes one more block
+  // known, so this ends.
+  for (;;) {
+    bool more = false;
+    CAIRN_RETURN_IF_ERROR(FlushIo(batches, report, &more));
+    if (!more) return Status();
+  }
+}
+
 Status LogStore::FlushLocked(FlushReport* report, bool all_headers) {
   std::vector<FlushedBatch> batches;
   FlushReport local;
-  Status s = FlushIo(&batches, &local);
+  Status s = FlushAllIo(&batches, &local);
   // The records are durable (the group is already woken); full blocks and,
   // with all_headers, every block then get a final header, one more sync.
   if (s.ok()) s = WriteHeaders(all_headers, &local);
@@ -1170,7 +1548,7 @@ Status LogStore::CheckpointLocked() {
   LockAllPartitions();
   Status s;
   try {
-    s = FlushIo(&batches, &local);
+    s = FlushAllIo(&batches, &local);
     if (s.ok()) s = WriteHeaders(/*all=*/true, &local);
     if (s.ok()) {
       std::uint64_t block;
@@ -1181,6 +1559,12 @@ Status LogStore::CheckpointLocked() {
         offset = blocks_.back()->buffer->used();
       }
       s = WriteCheckpoint(block, offset);
+      if (s.ok()) {
+        // Tombstones before this position may now be dropped (Compact).
+        MutexLock log_lock(&log_mu_);
+        has_checkpoint_ = true;
+        checkpoint_position_ = (block << 32) | offset;
+      }
     }
   } catch (...) {
     UnlockAllPartitions();  // out of memory in the file layer
@@ -1211,6 +1595,7 @@ Status LogStore::Checkpoint() {
 }
 
 Status LogStore::Close() {
+  MutexLock compact_lock(&compact_mu_);  // a running Compact finishes first
   MutexLock flush_lock(&flush_mu_);
   if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
   try {
@@ -1250,6 +1635,210 @@ Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {
     return ResourceExhaustedError("checkpoint buffer");
   }
   return flush_internal::WriteCheckpointFile(*env_, dir_, bytes, options_.sync);
+}
+
+// --- Compaction
+// ---------------------------------------------------------------
+
+Status LogStore::Compact(const CompactOptions& options, CompactReport* report) {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  MutexLock compact_lock(&compact_mu_);
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  CompactReport local;
+  struct Candidate {
+    std::uint64_t live;
+    std::uint64_t block;
+    std::uint32_t slot;
+  };
+  std::vector<Candidate> candidates;
+  Status s;
+  try {
+    MutexLock log_lock(&log_mu_);
+    // Blocks no longer in memory: full, every byte and the final header
+    // durable, no receipt in flight.
+    const std::uint64_t first_in_memory = blocks_.front()->buffer->block();
+    const double limit =
+        options.max_live_fraction *
+        static_cast<double>(LogRecordSpace(log_->block_bytes()));
+    for (const auto& [block, info] : table_) {
+      if (block >= first_in_memory) break;
+      if (static_cast<double>(info.live) > limit) continue;
+      // A FlushDb record hides every older record of its database: the
+      // block stays while replay could apply those (at or after the
+      // checkpoint's position, or with no checkpoint).
+      if (info.flushdb &&
+          (!has_checkpoint_ || block >= (checkpoint_position_ >> 32))) {
+        ++local.blocks_pinned;
+        continue;
+      }
+      candidates.push_back({info.live, block, info.slot});
+    }
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("out of memory choosing blocks to compact");
+  }
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [](const Candidate& a, const Candidate& b) { return a.live < b.live; });
+  const std::uint64_t failures = FailuresSoFar();
+  std::uint64_t end = 0;
+  std::vector<Candidate> done;
+  try {
+    for (const Candidate& c : candidates) {
+      if (done.size() >= options.max_blocks) break;
+      if (!done.empty() &&
+          local.bytes_relocated >= options.max_relocated_bytes) {
+        break;
+      }
+      std::uint64_t e = 0;
+      s = CompactBlock(c.block, c.slot, &local, &e);
+      if (!s.ok()) break;
+      end = std::max(end, e);
+      done.push_back(c);
+    }
+    // Nothing is freed before every copy is durable: until then a crash
+    // recovers the records from the old blocks.
+    if (s.ok() && end != 0) s = WaitDurable(end, failures, nullptr);
+  } catch (const std::bad_alloc&) {
+    s = ResourceExhaustedError("out of memory compacting");
+  }
+  if (s.ok()) {
+    MutexLock log_lock(&log_mu_);
+    for (const Candidate& c : done) {
+      auto it = table_.find(c.block);
+      // Every entry that pointed into the block now points at its copy.
+      CAIRN_CHECK(it != table_.end() && it->second.live == 0);
+      table_.erase(it);
+      try {
+        free_slots_.push_back(c.slot);
+      } catch (const std::bad_alloc&) {
+        // The slot stays unused until the next Open finds it free.
+      }
+      ++local.blocks_freed;
+    }
+    log_blocks_.store(table_.size(), std::memory_order_relaxed);
+  }
+  compactions_.Add();
+  if (!s.ok()) compaction_failures_.Add();
+  blocks_freed_.Add(local.blocks_freed);
+  bytes_relocated_.Add(local.bytes_relocated);
+  if (report != nullptr) {
+    report->blocks_freed += local.blocks_freed;
+    report->records_relocated += local.records_relocated;
+    report->bytes_relocated += local.bytes_relocated;
+    report->tombstones_relocated += local.tombstones_relocated;
+    report->tombstones_dropped += local.tombstones_dropped;
+    report->blocks_pinned += local.blocks_pinned;
+  }
+  return s;
+}
+
+Status LogStore::CompactBlock(std::uint64_t block, std::uint32_t slot,
+                              CompactReport* report, std::uint64_t* end) {
+  *end = 0;
+  // The block's bytes are durable and nobody writes them until it is freed
+  // (only Compact frees, under compact_mu_): read them without a lock.
+  // (A slot whose header slots are both damaged has no header; its records
+  // still validate themselves, at the block's number.)
+  auto header = log_->ReadHeader(slot);
+  if (!header.ok() && header.status().code() != StatusCode::kNotFound) {
+    return header.status();
+  }
+  if (header.ok() && header->block != block) {
+    return DataLossError("block slot " + std::to_string(slot) +
+                         " does not hold block " + std::to_string(block));
+  }
+  // The whole data area up to the seal: the header may be a hint naming
+  // less (a block sealed by a process that crashed before its final
+  // header), and the records past it validate themselves.
+  auto file_bytes = log_->FileBytes();
+  if (!file_bytes.ok()) return file_bytes.status();
+  const std::uint64_t data_begin =
+      log_->BlockOffset(slot) + kLogBlockDataOffset;
+  const std::size_t avail =
+      *file_bytes > data_begin
+          ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                *file_bytes - data_begin, log_->data_bytes()))
+          : 0;
+  std::string data(avail, '\0');
+  if (!data.empty()) {
+    CAIRN_RETURN_IF_ERROR(log_->ReadData(slot, 0, data.size(), data.data()));
+  }
+  bool droppable_before = false;
+  std::uint64_t checkpoint_position = 0;
+  {
+    MutexLock log_lock(&log_mu_);
+    droppable_before = has_checkpoint_;
+    checkpoint_position = checkpoint_position_;
+  }
+  const std::span<const char> bytes(data.data(), data.size());
+  std::uint32_t offset = 0;
+  for (;;) {
+    LogRecordView record;
+    Status s = DecodeLogRecord(bytes, offset, {log_->log_id(), block, offset},
+                               &record);
+    if (!s.ok()) {
+      return DataLossError("block " + std::to_string(block) +
+                           ", record at offset " + std::to_string(offset) +
+                           ": " + std::string(s.message()));
+    }
+    if (record.type == LogRecordType::kSeal) break;
+    const std::uint64_t position = (block << 32) | offset;
+    // Replay never applies a record before the checkpoint's position, so
+    // no tombstone there hides anything a recovery could bring back.
+    const bool before_checkpoint =
+        droppable_before && position < checkpoint_position;
+    std::uint64_t e = 0;
+    if (record.type == LogRecordType::kSet) {
+      const RecordLocation at{static_cast<std::uint32_t>(block), offset,
+                              record.bytes, 0};
+      s = SetImpl(record.db, record.key, record.value, &e, &at);
+      if (s.ok()) {
+        ++report->records_relocated;
+        report->bytes_relocated += record.bytes;
+      } else if (s.code() != StatusCode::kNotFound) {
+        return s;
+      }
+    } else if (record.type == LogRecordType::kDelete) {
+      if (before_checkpoint) {
+        ++report->tombstones_dropped;
+      } else {
+        s = RelocateTombstone(record.db, record.key, &e);
+        if (s.ok()) {
+          ++report->tombstones_relocated;
+        } else if (s.code() == StatusCode::kNotFound) {
+          ++report->tombstones_dropped;  // a later Set supersedes it
+        } else {
+          return s;
+        }
+      }
+    }
+    // A FlushDb record here lies before the checkpoint (Compact skips the
+    // block otherwise): dropped.
+    *end = std::max(*end, e);
+    offset += record.bytes;
+  }
+  return Status();
+}
+
+Status LogStore::RelocateTombstone(std::uint32_t db, std::string_view key,
+                                   std::uint64_t* end) {
+  CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
+  CAIRN_RETURN_IF_ERROR(MakeRoom());
+  Partition& part = *partitions_[PartitionOf(key)];
+  MutexLock partition_lock(&part.mu);
+  // The key set again since: the tombstone hides only records older than
+  // that Set, which replay applies before it anyway.
+  if (part.maps[db]->Find(key) != nullptr) return NotFoundError();
+  MutexLock log_lock(&log_mu_);
+  LogBlockBuffer::Mark mark;
+  auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
+  if (!loc.ok()) return loc.status();
+  *end = EndOf(*loc);
+  return Status();
 }
 
 CAIRN_NAMESPACE_END

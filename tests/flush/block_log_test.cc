@@ -150,10 +150,15 @@ TEST(BlockLogTest, DataWithoutHeaderIsNotABlock) {
   buffer.Append(LogRecordType::kSet, 0, "k", "v");
   ASSERT_TRUE((*log)->WriteData(0, 0, buffer.data(), buffer.used()).ok());
   EXPECT_EQ((*log)->ReadHeader(0).status().code(), StatusCode::kNotFound);
-  // A header that names another block's index is not this block's.
+  // A header that names another block slot is not this slot's.
   LogBlockHeader wrong = buffer.HeaderAtUsed(1);
-  wrong.block = 5;
-  ASSERT_TRUE((*log)->WriteHeader(wrong).ok());
+  wrong.slot = 5;
+  char bytes[kLogHeaderSlotBytes];
+  EncodeLogBlockHeader(wrong, std::span<char, kLogHeaderSlotBytes>(bytes));
+  std::string file = ReadWholeFile(dir.File("log"));
+  file.replace(kLogFileHeaderBytes + kLogHeaderSlotBytes, sizeof(bytes), bytes,
+               sizeof(bytes));
+  WriteWholeFile(dir.File("log"), file);
   EXPECT_EQ((*log)->ReadHeader(0).status().code(), StatusCode::kNotFound);
 }
 
@@ -185,15 +190,22 @@ TEST(BlockLogTest, BadFilesGetClearStatus) {
   WriteWholeFile(dir.File("damaged"), damaged);
   EXPECT_EQ(BlockLog::Open(dir.File("damaged"), {}).status().code(),
             StatusCode::kDataLoss);
-  // Another version.
-  std::string v3(kLogFileHeaderBytes, '\0');
-  EncodeLogFileHeader(
-      {kBlock, 7},
-      std::span<char, kLogFileHeaderBytes>(v3.data(), kLogFileHeaderBytes), 3);
-  WriteWholeFile(dir.File("v3"), v3);
-  auto newer = BlockLog::Open(dir.File("v3"), {});
-  EXPECT_EQ(newer.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(newer.status().message().find("version 3"), std::string_view::npos);
+  // Another version: a newer one, and version 2 (blocks at fixed places,
+  // before block slots were reused), which this build refuses.
+  for (std::uint32_t version : {2u, 4u}) {
+    std::string other(kLogFileHeaderBytes, '\0');
+    EncodeLogFileHeader(
+        {kBlock, 7},
+        std::span<char, kLogFileHeaderBytes>(other.data(), kLogFileHeaderBytes),
+        version);
+    WriteWholeFile(dir.File("other"), other);
+    auto refused = BlockLog::Open(dir.File("other"), {});
+    EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(
+        refused.status().message().find("version " + std::to_string(version)),
+        std::string_view::npos)
+        << refused.status().message();
+  }
   // An intact version 1 log (its header sealed after 24 bytes, no log id)
   // is refused as another version, not as damage.
   std::string v1(kLogFileHeaderBytes, '\0');

@@ -17,6 +17,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <chrono>
+#include <thread>
+
 #include "cairn/flush/log_store.h"
 #include "flush/crash_ops.h"
 
@@ -46,6 +49,25 @@ int main(int argc, char** argv) {
                  std::string(store.status().message()).c_str());
     return 3;
   }
+  // Compaction runs beside the operations the whole time (the host's
+  // thread, as a host would run it): blocks are freed and their slots
+  // reused while the parent may kill the child at any point.
+  cairn::LogStore* const compacted = store->get();
+  std::thread compactor([compacted] {
+    cairn::CompactOptions compact;
+    compact.max_live_fraction = 0.8;
+    compact.max_blocks = 2;
+    for (;;) {
+      const cairn::Status s = compacted->Compact(compact);
+      if (!s.ok()) {
+        std::fprintf(stderr, "child: compact: %s\n",
+                     std::string(s.message()).c_str());
+        std::_Exit(6);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  compactor.detach();
   cairn::testing::CrashOpStream ops(seed);
   for (std::uint64_t i = 0;; ++i) {
     const cairn::testing::CrashOp op = ops.Next();

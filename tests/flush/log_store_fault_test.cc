@@ -168,6 +168,8 @@ struct WorkloadRun {
   std::unique_ptr<LogStore> store;
   std::string failure;  // the first check that failed
   std::size_t acknowledged_checked = 0;
+  std::uint64_t blocks_freed = 0;  // by Compact
+  std::uint64_t slots_reused = 0;  // at the end of a healthy run
 };
 
 void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run) {
@@ -208,8 +210,18 @@ void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run) {
       if (store.FlushDb(db).ok()) {
         history.accepted.push_back({Mutation::Type::kFlushDb, db, {}, {}});
       }
-    } else if (dice < 90) {
+    } else if (dice < 84) {
       if (store.Flush().ok()) history.Acknowledge();
+    } else if (dice < 90) {
+      // Compaction: copies live records to the head, syncs, frees blocks
+      // whose slots the next blocks reuse. It acknowledges nothing itself.
+      CompactOptions compact;
+      compact.max_live_fraction = 1.0;
+      compact.max_blocks = 4;
+      CompactReport report;
+      if (store.Compact(compact, &report).ok()) {
+        run->blocks_freed += report.blocks_freed;
+      }
     } else if (dice < 95) {
       if (store.Checkpoint().ok()) history.Acknowledge();
     } else {
@@ -226,6 +238,11 @@ void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run) {
       run->acknowledged_checked += acknowledged;
       if (!wrong.empty() && run->failure.empty()) run->failure = wrong;
     }
+  }
+  // Slots reused: more blocks were opened than the file has slots.
+  const LogStoreSpace space = run->store->Space();
+  if (!space.blocks.empty() && space.blocks.back().block + 1 > space.slots) {
+    run->slots_reused = space.blocks.back().block + 1 - space.slots;
   }
   if (run->store->Close().ok()) history.Acknowledge();
 }
@@ -269,6 +286,14 @@ Counts CountHealthyRun() {
   RunWorkload(&env, kSeed, &run);
   Counts counts{env.calls(), env.writes(), env.syncs()};
   EXPECT_EQ(run.failure, "");
+  // The sweeps cover compaction: blocks freed and their slots reused.
+  EXPECT_GE(run.blocks_freed, 3u);
+  EXPECT_GE(run.slots_reused, 2u);
+  std::printf(
+      "[ sweep    ] the workload frees %llu blocks by Compact; %llu "
+      "slots reused\n",
+      static_cast<unsigned long long>(run.blocks_freed),
+      static_cast<unsigned long long>(run.slots_reused));
   EXPECT_EQ(Finish(&env, &run, Ending::kKill, CutMode::kDropUnsynced), "");
   return counts;
 }

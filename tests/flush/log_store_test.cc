@@ -464,7 +464,7 @@ TEST(LogStoreTest, DamagedFilesFailOpenWithClearStatus) {
     EncodeLogFileHeader(
         {kBlock, 1},
         std::span<char, kLogFileHeaderBytes>(v2.data(), kLogFileHeaderBytes),
-        3);
+        2);
     WriteWholeFile(log, v2);
   }
   expect(StatusCode::kFailedPrecondition, "log version");

@@ -78,7 +78,9 @@ struct Universe {
             [&](const RecordIndex::Entry& e) { keys.emplace_back(e.key()); },
             64);
       }
-      for (const auto& k : keys) index->Find(k)->value().flags = 0;
+      for (const auto& k : keys) {
+        index->Find(k)->value().flags &= ~RecordLocation::kDurable;
+      }
     }
   }
   std::vector<std::unique_ptr<RecordIndex>> indexes;
@@ -111,6 +113,41 @@ TEST(ReceiptPassTest, MarksEntriesBelowTheBoundaryOnly) {
         ApplyReceipts(receipts, u, {4, 250}, options);
     EXPECT_EQ(again.marked, 0u);
     EXPECT_EQ(again.already_durable, 2u);
+  }
+}
+
+// Compaction: a key's record was copied from block 4 (block slot 2) to
+// block 9, and block slot 2 was then reused by block 11. A receipt left for
+// the old record (block 4, slot 2) and one for a record of the reused slot's
+// new block at the same offset never mark the entry: the pass compares the
+// block's number, which a reused slot's new block does not share, and never
+// the slot. The copy's own receipt marks it; the slot bits survive the mark.
+// Planted bug: comparing loc.slot() with the receipt's block instead of
+// loc.block (a pass that trusted the place in the file) marks the entry on
+// the stale receipt; this fails.
+TEST(ReceiptPassTest, StaleReceiptForARelocatedOrReusedBlockMarksNothing) {
+  Universe u(1);
+  RecordLocation old_loc = Loc(4, 128, 64);
+  old_loc.set_slot(2);
+  const FlushReceipt stale = u.Set(0, "moved", old_loc);
+  RecordLocation copy = Loc(9, 0, 64);
+  copy.set_slot(5);
+  const FlushReceipt fresh = u.Set(0, "moved", copy);
+  for (const auto& options : {kSerial, kStaged}) {
+    u.ClearDurable();
+    ReceiptPassStats s =
+        ApplyReceipts(std::span(&stale, 1), u, {4, 4096}, options);
+    EXPECT_EQ(s.superseded, 1u);
+    // The reused slot's new block, same slot and offset as the old record.
+    FlushReceipt reused = stale;
+    reused.block = 11;
+    s = ApplyReceipts(std::span(&reused, 1), u, {11, 4096}, options);
+    EXPECT_EQ(s.marked, 0u);
+    EXPECT_FALSE(u.indexes[0]->Find("moved")->value().durable());
+    s = ApplyReceipts(std::span(&fresh, 1), u, {9, 4096}, options);
+    EXPECT_EQ(s.marked, 1u);
+    EXPECT_TRUE(u.indexes[0]->Find("moved")->value().durable());
+    EXPECT_EQ(u.indexes[0]->Find("moved")->value().slot(), 5u);
   }
 }
 

@@ -195,6 +195,7 @@ std::string FramedLog(Input& in, std::set<std::string>* keys) {
         {kLogId, index, 0}, block.data() + cairn::kLogBlockDataOffset);
     cairn::LogBlockHeader next;
     next.block = index;
+    next.slot = 1;  // the block slot it sits in (format 3)
     next.sequence = 1;
     if (shape & 4) {
       cairn::LogRecordView view;

@@ -488,7 +488,7 @@ TEST(InspectTest, LogStoreVerifiesAndCountsLiveBytesPerBlock) {
   WriteStore(store);
   Output verify = Inspect({"verify", store});
   EXPECT_EQ(verify.exit, kExitOk) << verify.out;
-  EXPECT_NE(verify.Line("format").find("kind=log_store_directory version=2 "
+  EXPECT_NE(verify.Line("format").find("kind=log_store_directory version=3 "
                                        "supported=true"),
             std::string::npos)
       << verify.out;
@@ -584,13 +584,15 @@ TEST(InspectTest, BlockLogCutBelowABoundaryIsDamage) {
             static_cast<std::int64_t>(DataOffset(6) + 10));
   EXPECT_NE(damage.find("the file holds 10"), std::string::npos) << damage;
   // The same with block 6's header gone is a torn tail: its first record
-  // is cut, nothing vouches for it.
+  // is cut, nothing vouches for it, and nothing names the slot's block
+  // either, so Recover cuts the file at the slot's start.
   WipeHeaders(log, 6);
   Output torn = Inspect({"verify", log});
   EXPECT_EQ(torn.exit, kExitOk) << torn.out;
   EXPECT_EQ(Num(torn.Line("torn_tail"), "offset"),
-            static_cast<std::int64_t>(DataOffset(6)));
-  EXPECT_EQ(Num(torn.Line("torn_tail"), "bytes"), 10);
+            static_cast<std::int64_t>(BlockOffset(6)));
+  EXPECT_EQ(Num(torn.Line("torn_tail"), "bytes"),
+            static_cast<std::int64_t>(kLogBlockDataOffset + 10));
   EXPECT_EQ(Num(torn.Line("block_log"), "records"), 24);
 }
 
@@ -709,7 +711,7 @@ TEST(InspectTest, BlockLogSealPastTheHeaderHintLeadsToTheNextBlock) {
     b0.Seal();
     ASSERT_TRUE((*log)->WriteData(0, 0, b0.data(), b0.used()).ok());
     ASSERT_TRUE((*log)->WriteHeader(first).ok());
-    LogBlockBuffer b1(1, (*log)->data_bytes(), log_id);
+    LogBlockBuffer b1(1, (*log)->data_bytes(), log_id, 1);
     ASSERT_TRUE(b1.ok());
     b1.Append(LogRecordType::kDelete, 1, "k001", "");
     ASSERT_TRUE((*log)->WriteData(1, 0, b1.data(), b1.used()).ok());
@@ -767,7 +769,7 @@ TEST(InspectTest, BlockLogSealPastTheHeaderHintLeadsToTheNextBlock) {
   {
     auto log = BlockLog::Open(path, options);
     ASSERT_TRUE(log.ok());
-    LogBlockBuffer b1(1, (*log)->data_bytes(), log_id);
+    LogBlockBuffer b1(1, (*log)->data_bytes(), log_id, 1);
     ASSERT_TRUE(b1.ok());
     b1.Append(LogRecordType::kDelete, 1, "k001", "");
     ASSERT_TRUE((*log)->WriteHeader(b1.HeaderAtUsed(1)).ok());
@@ -905,7 +907,7 @@ TEST(InspectTest, BlockLogOfAnotherVersionIsUnsupported) {
   WriteWholeFile(v3_path, header);
   Output verify = Inspect({"verify", v3_path});
   EXPECT_EQ(verify.exit, kExitUnreadable) << verify.out;
-  EXPECT_NE(verify.Line("format").find("kind=block_log version=3 "
+  EXPECT_NE(verify.Line("format").find("kind=block_log version=4 "
                                        "supported=false"),
             std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -613,8 +614,8 @@ std::string_view LogTypeName(LogRecordType type) {
 // than max(1 MiB, the largest record) bytes.
 class BlockWindow {
  public:
-  BlockWindow(const BlockLog& log, std::uint64_t block, std::size_t avail)
-      : log_(log), block_(block), avail_(avail) {}
+  BlockWindow(const BlockLog& log, std::uint64_t slot, std::size_t avail)
+      : log_(log), slot_(slot), avail_(avail) {}
 
   // Makes [offset, offset + n) readable through Window(); the caller keeps
   // offset + n within avail.
@@ -624,7 +625,7 @@ class BlockWindow {
         n, std::min<std::size_t>(kReadBytes, avail_ - offset));
     buf_.resize(want);
     at_ = offset;
-    return log_.ReadData(block_, offset, want, buf_.data());
+    return log_.ReadData(slot_, offset, want, buf_.data());
   }
   std::span<const char> Window(std::uint32_t offset) const {
     return std::span<const char>(buf_.data() + (offset - at_),
@@ -633,7 +634,7 @@ class BlockWindow {
 
  private:
   const BlockLog& log_;
-  const std::uint64_t block_;
+  const std::uint64_t slot_;
   const std::size_t avail_;
   std::vector<char> buf_;
   std::uint32_t at_ = 0;
@@ -641,6 +642,8 @@ class BlockWindow {
 
 // What the scan found in one block (every block up to the last).
 struct ScannedBlock {
+  std::uint64_t block = 0;  // its number (log order)
+  std::uint32_t slot = 0;   // its block slot in the file
   bool has_header = false;
   LogBlockHeader header;      // the newest valid slot, if has_header
   std::uint32_t end = 0;      // where its valid records end (seal included)
@@ -653,7 +656,7 @@ struct BlockLogWalk {
   std::uint64_t file_bytes = 0;
   std::uint64_t log_id = 0;
   std::uint64_t records = 0;         // records other than seals
-  std::vector<ScannedBlock> blocks;  // block 0 .. the last block
+  std::vector<ScannedBlock> blocks;  // in log order, up to the last block
   // The checkpoint position to check as a record boundary (LogStore).
   bool check_position = false;
   std::uint64_t position_block = 0;
@@ -672,21 +675,23 @@ using LogRecordFn =
 // count and chain must match the header there (else damage); past the
 // boundary the contiguous valid records are accepted up to the first that
 // does not decode (the torn tail) or a seal (the block is full).
-Outcome ScanBlock(const BlockLog& log, std::uint64_t block,
+Outcome ScanBlock(const BlockLog& log, std::uint64_t block, std::uint32_t slot,
                   const BlockFn& on_block, const LogRecordFn& on_record,
                   BlockLogWalk* walk, ScannedBlock* scan) {
   const std::string& path = log.path();
-  Result<LogBlockHeader> header = log.ReadHeader(block);
-  scan->has_header = header.ok();
-  if (!scan->has_header && header.status().code() != StatusCode::kNotFound) {
+  scan->block = block;
+  scan->slot = slot;
+  Result<LogBlockHeader> header = log.ReadHeader(slot);
+  scan->has_header = header.ok() && header->block == block;
+  if (!header.ok() && header.status().code() != StatusCode::kNotFound) {
     return InBlock(
-        FromStatus(header.status(), path, true, log.BlockOffset(block)), block);
+        FromStatus(header.status(), path, true, log.BlockOffset(slot)), block);
   }
   if (scan->has_header) scan->header = *header;
   const std::uint64_t header_at =
-      log.BlockOffset(block) +
+      log.BlockOffset(slot) +
       (scan->header.sequence % 2) * std::uint64_t{kLogHeaderSlotBytes};
-  const std::uint64_t data_at = log.BlockOffset(block) + kLogBlockDataOffset;
+  const std::uint64_t data_at = log.BlockOffset(slot) + kLogBlockDataOffset;
   const std::size_t avail =
       walk->file_bytes > data_at
           ? static_cast<std::size_t>(std::min<std::uint64_t>(
@@ -700,7 +705,7 @@ Outcome ScanBlock(const BlockLog& log, std::uint64_t block,
                            std::to_string(avail));
   }
   if (on_block) on_block(block, scan->has_header ? &scan->header : nullptr);
-  BlockWindow window(log, block, avail);
+  BlockWindow window(log, slot, avail);
   const bool position_here =
       walk->check_position && walk->position_block == block;
   std::uint32_t offset = 0;
@@ -780,12 +785,17 @@ Outcome ScanBlock(const BlockLog& log, std::uint64_t block,
   return Outcome();
 }
 
-// Walks the blocks in order with the rules of LogStore::Recover, from block
-// 0 (Recover starts at the checkpoint; the blocks before it are checked
-// too, as a Get of a record there reads them): ScanBlock per block, on to
-// the next block after a seal; the first block without a valid seal is the
-// last, and no block after it may hold a valid header. Bytes past the last
-// block's valid records are the torn tail Recover cuts.
+// Walks the blocks in log order with the rules of LogStore::Recover: each
+// block slot's newest valid header names the block it holds (a slot whose
+// header slots are both damaged is identified by its first record, which
+// validates only at its block's number), the blocks are taken in order of
+// their numbers (a number no slot holds was compacted away), and from block
+// to block (Recover starts at the checkpoint; the blocks before it are
+// checked too, as a Get of a record there reads them): ScanBlock per block,
+// on to the next block after a seal; the first block without a valid seal
+// is the last, and no later block may hold a header naming records. Bytes
+// past the last block's valid records are the torn tail Recover cuts, when
+// that block sits in the last slot Recover keeps.
 Outcome WalkBlockLog(Env& env, const std::string& path, const BlockFn& on_block,
                      const LogRecordFn& on_record, BlockLogWalk* walk) {
   BlockLogOptions options;
@@ -801,41 +811,140 @@ Outcome WalkBlockLog(Env& env, const std::string& path, const BlockFn& on_block,
   Result<std::uint64_t> file_bytes = log.FileBytes();
   if (!file_bytes.ok()) return FromStatus(file_bytes.status(), path);
   walk->file_bytes = *file_bytes;
-  std::uint64_t block = 0;
-  for (;; ++block) {
-    if (block > UINT32_MAX) {
-      return BlockDamage(path, log.BlockOffset(block), block,
+  const std::uint64_t file_slots =
+      *file_bytes > kLogFileHeaderBytes
+          ? (*file_bytes - kLogFileHeaderBytes + log.block_bytes() - 1) /
+                log.block_bytes()
+          : 0;
+  if (file_slots > RecordLocation::kMaxSlots) {
+    return Damage(path, *file_bytes, "more block slots than a log may hold");
+  }
+  struct Found {
+    std::uint64_t block;
+    std::uint32_t slot;
+    bool has_header;
+    LogBlockHeader header;
+  };
+  std::vector<Found> found;
+  std::vector<std::uint32_t> headerless;
+  for (std::uint32_t slot = 0; slot < file_slots; ++slot) {
+    Result<LogBlockHeader> header = log.ReadHeader(slot);
+    if (header.ok()) {
+      found.push_back({header->block, slot, true, *header});
+    } else if (header.status().code() == StatusCode::kNotFound) {
+      headerless.push_back(slot);
+    } else {
+      return FromStatus(header.status(), path, true, log.BlockOffset(slot));
+    }
+  }
+  auto by_block = [](const Found& a, const Found& b) {
+    return a.block < b.block;
+  };
+  std::sort(found.begin(), found.end(), by_block);
+  const std::uint64_t max_named = found.empty() ? 0 : found.back().block + 1;
+  std::vector<std::uint64_t> missing;
+  for (std::uint64_t b = 0, i = 0; b <= max_named && missing.size() < 4096;
+       ++b) {
+    if (i < found.size() && found[i].block == b) {
+      ++i;
+    } else {
+      missing.push_back(b);
+    }
+  }
+  for (std::uint32_t slot : headerless) {
+    const std::uint64_t data_at = log.BlockOffset(slot) + kLogBlockDataOffset;
+    if (missing.empty() || *file_bytes < data_at + kLogRecordHeaderBytes) {
+      continue;
+    }
+    char head[kLogRecordHeaderBytes];
+    if (!log.ReadData(slot, 0, sizeof(head), head).ok()) continue;
+    const std::size_t bytes = LogRecordBytesFromHeader(head);
+    if (bytes > log.data_bytes() || data_at + bytes > *file_bytes) continue;
+    std::string record(bytes, '\0');
+    if (!log.ReadData(slot, 0, bytes, record.data()).ok()) continue;
+    for (auto it = missing.begin(); it != missing.end(); ++it) {
+      LogRecordView view;
+      if (DecodeLogRecord(std::span<const char>(record.data(), record.size()),
+                          0, {log.log_id(), *it, 0}, &view)
+              .ok()) {
+        found.push_back({*it, slot, false, LogBlockHeader{}});
+        missing.erase(it);
+        break;
+      }
+    }
+  }
+  std::sort(found.begin(), found.end(), by_block);
+  for (std::size_t i = 1; i < found.size(); ++i) {
+    if (found[i].block == found[i - 1].block) {
+      return BlockDamage(path, log.BlockOffset(found[i].slot), found[i].block,
+                         "block " + std::to_string(found[i].block) +
+                             " is claimed by two slots");
+    }
+  }
+  std::size_t head = found.size();
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    if (found[i].block > UINT32_MAX) {
+      return BlockDamage(path, log.BlockOffset(found[i].slot), found[i].block,
                          "more blocks than a log may hold");
     }
     ScannedBlock scan;
-    Outcome o = ScanBlock(log, block, on_block, on_record, walk, &scan);
+    Outcome o = ScanBlock(log, found[i].block, found[i].slot, on_block,
+                          on_record, walk, &scan);
     walk->blocks.push_back(scan);
     if (!o.ok()) return o;
-    if (!scan.sealed) break;
+    if (!scan.sealed) {
+      head = i;
+      break;
+    }
+  }
+  if (walk->check_position && !walk->position_met &&
+      (found.empty() || found.back().block > walk->position_block)) {
+    // The checkpoint's block was compacted away: replay starts after it.
+    bool present = false;
+    for (const Found& f : found) present |= f.block == walk->position_block;
+    if (!present) walk->position_met = true;
+  }
+  std::uint32_t last_slot = 0;  // one past the highest slot Recover keeps
+  for (std::size_t i = 0; i < found.size() && i <= head; ++i) {
+    last_slot = std::max(last_slot, found[i].slot + 1);
+  }
+  if (head == found.size()) {
+    // Every block is sealed (or there is none): Recover opens a new one.
+    Outcome o;
+    const std::uint64_t cut = log.BlockOffset(last_slot);
+    if (*file_bytes > cut) {
+      o.torn = true;
+      o.torn_file = path;
+      o.torn_offset = cut;
+      o.torn_bytes = *file_bytes - cut;
+      o.torn_what = "bytes past the last block slot in use";
+    }
+    return o;
   }
   const ScannedBlock& last = walk->blocks.back();
-  const std::uint64_t durable_end =
-      log.BlockOffset(block) + kLogBlockDataOffset + last.end;
-  for (std::uint64_t later = block + 1; log.BlockOffset(later) < *file_bytes;
-       ++later) {
-    Result<LogBlockHeader> header = log.ReadHeader(later);
-    if (header.ok() || header.status().code() != StatusCode::kNotFound) {
-      return BlockDamage(path, durable_end, block,
-                         "block " + std::to_string(block) + " ends at offset " +
-                             std::to_string(last.end) +
-                             " without a seal but block " +
-                             std::to_string(later) +
-                             " has a header: durable records are damaged");
+  for (std::size_t i = head + 1; i < found.size(); ++i) {
+    if (found[i].has_header && found[i].header.used_bytes > 0) {
+      return BlockDamage(
+          path, log.BlockOffset(last.slot) + kLogBlockDataOffset + last.end,
+          last.block,
+          "block " + std::to_string(last.block) + " ends at offset " +
+              std::to_string(last.end) + " without a seal but block " +
+              std::to_string(found[i].block) +
+              " has a header: durable records are damaged");
     }
   }
   Outcome o;
+  const std::uint64_t durable_end =
+      last.slot + 1 == last_slot
+          ? log.BlockOffset(last.slot) + kLogBlockDataOffset + last.end
+          : log.BlockOffset(last_slot);
   if (*file_bytes > durable_end) {
     o.torn = true;
     o.torn_file = path;
     o.torn_offset = durable_end;
     o.torn_bytes = *file_bytes - durable_end;
     o.torn_what = "bytes past the last valid record of block " +
-                  std::to_string(block) + " (data offset " +
+                  std::to_string(last.block) + " (data offset " +
                   std::to_string(last.end) + ")";
   }
   return o;
@@ -996,6 +1105,8 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
   // bytes per block its entries point at.
   std::vector<std::uint64_t> live(blocks, 0);
   std::vector<std::uint64_t> live_entries(blocks, 0);
+  std::map<std::uint64_t, std::size_t> index_of;  // block number -> index
+  for (std::size_t i = 0; i < blocks; ++i) index_of[walk.blocks[i].block] = i;
   if (o.ok() && has_checkpoint && !walk.position_met) {
     o = Damage(checkpoint_path, 20,
                "the checkpoint's log position (block " +
@@ -1011,14 +1122,26 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
         [&](std::uint64_t i, std::uint64_t at,
             const flush_internal::CheckpointEntry& e) {
           const RecordLocation& loc = e.location;
-          if (loc.block >= blocks || std::uint64_t{loc.offset} + loc.length >
-                                         walk.blocks[loc.block].end) {
+          const auto it = index_of.find(loc.block);
+          if (it == index_of.end()) {
+            // A block compacted away after the checkpoint: replay applies
+            // the record's copy, in a later block, over this entry.
+            if (!walk.blocks.empty() && loc.block < walk.blocks.back().block) {
+              if (dump) return EmitEntry(i, at, e, p);
+              return Outcome();
+            }
             return Damage(checkpoint_path, at,
                           "entry " + std::to_string(i) + " points past block " +
                               std::to_string(loc.block) + "'s valid records");
           }
-          live[loc.block] += loc.length;
-          ++live_entries[loc.block];
+          if (std::uint64_t{loc.offset} + loc.length >
+              walk.blocks[it->second].end) {
+            return Damage(checkpoint_path, at,
+                          "entry " + std::to_string(i) + " points past block " +
+                              std::to_string(loc.block) + "'s valid records");
+          }
+          live[it->second] += loc.length;
+          ++live_entries[it->second];
           if (dump) return EmitEntry(i, at, e, p);
           return Outcome();
         },
@@ -1032,7 +1155,9 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
     // not counted).
     for (std::uint64_t b = 0; b < blocks; ++b) {
       const ScannedBlock& s = walk.blocks[b];
-      std::vector<Field> f = {Uint("block", b), Bool("header", s.has_header)};
+      std::vector<Field> f = {Uint("block", s.block),
+                              Uint("block_slot", s.slot),
+                              Bool("header", s.has_header)};
       if (s.has_header) {
         f.push_back(Uint("sequence", s.header.sequence));
         f.push_back(Uint("header_used_bytes", s.header.used_bytes));

@@ -10,7 +10,7 @@
 // its records or prints its statistics. Every format is read through the
 // library's own decoders: SegmentStream and DecodeDurableRecord for the
 // durable log, BlockLog / DecodeLogRecord (at each record's seat) for the
-// block log (format 2, scanned with LogStore recovery's rules),
+// block log (format 3, scanned with LogStore recovery's rules),
 // ScanCheckpointFile for the checkpoint and ReadSnapshotFile for the
 // snapshot. The durable log, the block log and the checkpoint are streamed
 // through bounded buffers; a snapshot is read whole by the library's

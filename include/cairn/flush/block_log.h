@@ -87,31 +87,42 @@ class BlockLog {
   const std::string& path() const noexcept { return path_; }
   // The id every record checksum of this log is seeded with.
   std::uint64_t log_id() const noexcept { return log_id_; }
-  // File offset of a block's first header slot.
-  std::uint64_t BlockOffset(std::uint64_t block) const noexcept {
-    return kLogFileHeaderBytes + block * block_bytes_;
+  // File offset of block slot `slot`'s first header slot. Blocks are
+  // numbered in log order (LogBlockHeader::block, the number their records
+  // are seeded with) and sit in slots: the host chooses a block's slot, and
+  // a slot is reused once its block is compacted away. The reads and writes
+  // below take the slot; the header names both.
+  std::uint64_t BlockOffset(std::uint64_t slot) const noexcept {
+    return kLogFileHeaderBytes + slot * block_bytes_;
   }
 
   // The steps of the flush protocol (see the top of this file). WriteData
   // writes `bytes` of a block's data area at `offset`; WriteHeader writes
-  // `header` into slot header.sequence % 2; Sync is fdatasync (nothing when
+  // `header` into header slot header.sequence % 2 of block slot header.slot;
+  // Sync is fdatasync (nothing when
   // options.sync is false). kInternal (kResourceExhausted for a full disk)
   // on an I/O error.
-  Status WriteData(std::uint64_t block, std::uint32_t offset, const char* data,
+  Status WriteData(std::uint64_t slot, std::uint32_t offset, const char* data,
                    std::size_t bytes);
   Status WriteHeader(const LogBlockHeader& header);
   Status Sync();
 
-  // The block's newest valid header (the slot with the larger sequence
-  // among those that decode and name this block). kNotFound if neither
-  // slot holds one (never flushed, torn, or past the end of the file);
-  // kFailedPrecondition if a slot holds a header of another format version.
-  Result<LogBlockHeader> ReadHeader(std::uint64_t block) const;
-  // Reads `bytes` of a block's data area from `offset`. kDataLoss if the
-  // file ends first, kInternal on an I/O error.
-  Status ReadData(std::uint64_t block, std::uint32_t offset, std::size_t bytes,
+  // Block slot `slot`'s newest valid header: among the header slots that
+  // decode and name this block slot, the one of the newest block, then the
+  // larger sequence. kNotFound if neither holds one (never written, torn,
+  // or past the end of the file); kFailedPrecondition if a header slot
+  // holds a header of another format version.
+  Result<LogBlockHeader> ReadHeader(std::uint64_t slot) const;
+  // Reads `bytes` of block slot `slot`'s data area from `offset`. kDataLoss
+  // if the file ends first, kInternal on an I/O error.
+  Status ReadData(std::uint64_t slot, std::uint32_t offset, std::size_t bytes,
                   char* out) const;
   Result<std::uint64_t> FileBytes() const;
+  // Overwrites block slot `slot`'s two header slots and the first record
+  // header of its data area with zeros (not synced): the slot then names no
+  // block and its first record validates at no seat. Recovery's use, for a
+  // block it dropped.
+  Status Wipe(std::uint64_t slot);
   // Cuts the file to `bytes` and syncs.
   Status Truncate(std::uint64_t bytes);
 
@@ -138,16 +149,17 @@ class BlockLog {
 // always fits.
 class LogBlockBuffer {
  public:
-  // Allocates data_bytes (the block's data area) for a block of the log
-  // `log_id`. Check ok() afterwards: a failed allocation leaves a buffer
-  // that accepts nothing.
+  // Allocates data_bytes (the block's data area) for block `block` of the
+  // log `log_id`, in block slot `slot`. Check ok() afterwards: a failed
+  // allocation leaves a buffer that accepts nothing.
   LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
-                 std::uint64_t log_id) noexcept;
+                 std::uint64_t log_id, std::uint32_t slot = 0) noexcept;
   LogBlockBuffer(const LogBlockBuffer&) = delete;
   LogBlockBuffer& operator=(const LogBlockBuffer&) = delete;
 
   bool ok() const noexcept { return data_ != nullptr; }
   std::uint64_t block() const noexcept { return block_; }
+  std::uint32_t slot() const noexcept { return slot_; }
   const char* data() const noexcept { return data_.get(); }
   std::uint32_t used() const noexcept { return used_; }
   std::uint32_t record_count() const noexcept { return records_; }
@@ -185,9 +197,10 @@ class LogBlockBuffer {
     records_ = m.records;
     chain_ = m.chain;
   }
-  // Empties the buffer for reuse as `block` of the same log.
-  void Reset(std::uint64_t block) noexcept {
+  // Empties the buffer for reuse as `block` of the same log, in `slot`.
+  void Reset(std::uint64_t block, std::uint32_t slot) noexcept {
     block_ = block;
+    slot_ = slot;
     used_ = records_ = 0;
     chain_ = 0;
     sealed_ = false;
@@ -197,7 +210,7 @@ class LogBlockBuffer {
   }
   // The header naming the block's state at used() (a flush's snapshot).
   LogBlockHeader HeaderAtUsed(std::uint32_t seq) const noexcept {
-    return {block_, seq, used_, records_, chain_};
+    return {block_, seq, used_, records_, chain_, slot_};
   }
 
   // Flush bookkeeping, kept by the flusher.
@@ -208,6 +221,7 @@ class LogBlockBuffer {
 
  private:
   std::uint64_t block_;
+  std::uint32_t slot_;
   std::size_t capacity_;
   std::uint64_t log_id_;
   std::unique_ptr<char[]> data_;

@@ -1,18 +1,24 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// The on-disk format of cairn's block log, version 2 (docs/flush.md has the
+// The on-disk format of cairn's block log, version 3 (docs/flush.md has the
 // picture and the crash argument).
 //
-//   file   = file header (4 KiB: block size, a random log id) | block 0 | ...
-//   block  = header slot 0 (4 KiB) | header slot 1 (4 KiB) | data area
+//   file   = file header (4 KiB: block size, a random log id) | slot 0 | ...
+//   slot   = one block: header slot 0 (4 KiB) | header slot 1 (4 KiB) | data
+//            area
+//
+// Blocks are numbered in log order (a number is never given twice) and sit
+// in block slots; a slot freed by compaction is reused by a later block, so
+// the order is the numbers', and each header names its block and its slot.
 //   data   = record | record | ... | seal record     (records never span)
 //   record = 16-byte record header | key bytes | value bytes
 //
 // Records validate themselves: each record's 32-bit checksum covers its
 // header fields, key and value and is seeded with its seat, the log id and
-// the (block, offset) it was written at, so a record is valid only at the
-// place it was written in the log it was written to. Bytes left by an
+// the (block number, offset) it was written at, so a record is valid only at
+// the place it was written in the log it was written to, and a reused
+// slot's old bytes never pass for its new block's. Bytes left by an
 // earlier write elsewhere, another log's bytes and garbage do not pass. A
 // block that is full ends with a seal record (type kSeal, no key or value);
 // every block keeps room for it.
@@ -48,7 +54,7 @@ inline constexpr std::uint64_t kLogFileMagic =
     0x474f4c4e52494143ull;  // "CAIRNLOG"
 inline constexpr std::uint64_t kLogBlockMagic =
     0x4b4c424e52494143ull;  // "CAIRNBLK"
-inline constexpr std::uint32_t kLogFormatVersion = 2;
+inline constexpr std::uint32_t kLogFormatVersion = 3;
 inline constexpr std::size_t kLogFileHeaderBytes = 4096;
 inline constexpr std::size_t kLogHeaderSlotBytes = 4096;
 // Offset of the data area inside a block: two header slots.
@@ -86,11 +92,17 @@ struct LogRecordSeat {
 
 // The fixed fields of a block header (one slot).
 struct LogBlockHeader {
-  std::uint64_t block = 0;           // block index; must match its position
+  // The block's number: its place in the log's order, never reused (records
+  // are seeded with it). Blocks are numbered in the order they are opened.
+  std::uint64_t block = 0;
   std::uint32_t sequence = 0;        // flush sequence of this block, from 1
   std::uint32_t used_bytes = 0;      // flushed boundary inside the data area
   std::uint32_t record_count = 0;    // records below the boundary
   std::uint64_t chain_checksum = 0;  // LogChainChecksum over those records
+  // Where the block sits in the file (block slot `slot` at 4 KiB + slot *
+  // block size); must match the position the header is read from. A slot
+  // whose block was compacted away is reused by a later block.
+  std::uint32_t slot = 0;
 };
 
 // What a decoded header slot says.

@@ -22,6 +22,10 @@
 //   Get                   serves a durable record from the file (pread,
 //                         checksum verified) and an unflushed one from the
 //                         in-memory block.
+//   Compact               copies the live records of the emptiest full
+//                         blocks to the head, waits until the copies are
+//                         durable, then frees those blocks' slots for reuse
+//                         (host-driven: nothing runs in the background).
 //   Checkpoint / Close    write every map's entries and counts with the log
 //                         position they reflect; Open presizes each map
 //                         from the counts, loads it and replays the log
@@ -46,7 +50,9 @@
 // without partition locks, and its receipt pass holds one partition lock for
 // at most `pass.slice_receipts` receipts at a time; Checkpoint holds every
 // partition lock while it syncs the log and writes the checkpoint file, so
-// Set, Get and Del wait for it. Lock order: flush mutex,
+// Set, Get and Del wait for it. Compact calls are serialised by a compact
+// mutex (Close waits for it) and take partition locks and the log mutex
+// per copied record. Lock order: compact mutex, flush mutex,
 // partitions in ascending order, log mutex; the group mutex is a leaf
 // (docs/concurrency.md). Set, Del and FlushDb may block
 // in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure).
@@ -61,6 +67,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -122,6 +129,52 @@ struct LogStoreRecovery {
   // interrupted). 0 after a clean shutdown.
   std::uint64_t torn_tail_bytes = 0;
   std::uint64_t rehashes_during_load = 0;  // 0 expected after presizing
+};
+
+// Where the log's space goes (LogStore::Space). A record is live while the
+// index points at it; a record superseded by a later Set, deleted, or
+// dropped by FlushDb is dead, and so are tombstones (Del and FlushDb
+// records) and seals. Every block takes block_bytes of the file whatever
+// its records hold, so a block's dead bytes are block_bytes minus its live
+// bytes; Compact relocates the live records of the emptiest blocks and
+// frees their slots for reuse.
+struct LogBlockSpace {
+  std::uint64_t block = 0;       // the block's number (log order)
+  std::uint32_t slot = 0;        // its place in the file
+  std::uint64_t live_bytes = 0;  // bytes of its live records
+};
+struct LogStoreSpace {
+  std::uint64_t block_bytes = 0;  // each block's size in the file
+  std::uint64_t slots = 0;        // block slots in the file, free ones included
+  std::uint64_t free_slots = 0;   // slots a new block will reuse
+  std::uint64_t live_bytes = 0;   // the sum over blocks
+  // Every block in the log, in log order; the last is the one being filled.
+  std::vector<LogBlockSpace> blocks;
+  // Bytes the log file takes: its header and every slot.
+  std::uint64_t file_bytes() const noexcept {
+    return kLogFileHeaderBytes + slots * block_bytes;
+  }
+};
+
+// What Compact may do in one call.
+struct CompactOptions {
+  // Blocks whose live bytes are at most this fraction of a block's record
+  // space are candidates; the emptiest go first.
+  double max_live_fraction = 0.5;
+  // Stops taking more blocks once it relocated this many bytes (it always
+  // takes at least one candidate, if there is one).
+  std::uint64_t max_relocated_bytes = std::uint64_t{32} << 20;
+  // At most this many blocks per call.
+  std::size_t max_blocks = 8;
+};
+
+struct CompactReport {
+  std::uint64_t blocks_freed = 0;
+  std::uint64_t records_relocated = 0;  // Set records copied to the head
+  std::uint64_t bytes_relocated = 0;
+  std::uint64_t tombstones_relocated = 0;  // Del records kept (copied)
+  std::uint64_t tombstones_dropped = 0;
+  std::uint64_t blocks_pinned = 0;  // candidates skipped: a FlushDb record
 };
 
 struct FlushReport {
@@ -218,6 +271,27 @@ class LogStore {
   void VisitMetrics(MetricVisitor& visitor,
                     std::span<const MetricLabel> labels = {}) const;
 
+  // Live bytes per block (see LogStoreSpace). Kept on the write path: a Set
+  // adds its record to its block and takes the record it supersedes off
+  // that one's, Del and FlushDb take off what they drop; Open rebuilds it
+  // from the recovered index. Locks the log mutex while it copies.
+  LogStoreSpace Space() const CAIRN_EXCLUDES(log_mu_);
+
+  // Reclaims space (docs/flush.md, "Compaction"); the host calls it when it
+  // wants, nothing runs in the background. Picks the emptiest blocks that
+  // are full, durable and no longer in memory, copies each one's live
+  // records to the head of the log (a Set record per live key, a Del record
+  // per tombstone that must outlive the block), waits until the copies are
+  // durable (a group-commit flush), and only then frees the block's slot,
+  // which the next block opened reuses. Writers and readers go on
+  // meanwhile: each copy takes the key's partition lock for its append and
+  // index update only. kFailedPrecondition after Close; the flush's error
+  // (nothing freed); kDataLoss if a block's durable records fail their
+  // checksums. Serialised with other Compact calls and Close by the compact
+  // mutex; locks as Set, then as Flush.
+  Status Compact(const CompactOptions& options = {},
+                 CompactReport* report = nullptr) CAIRN_EXCLUDES(compact_mu_);
+
   const LogStoreRecovery& recovery() const noexcept { return recovery_; }
   const LogStoreOptions& options() const noexcept { return options_; }
   std::size_t block_bytes() const noexcept { return log_->block_bytes(); }
@@ -244,18 +318,26 @@ class LogStore {
            std::unique_ptr<FileLock> dir_lock, std::unique_ptr<BlockLog> log);
 
   Status Recover();
-  Status LoadCheckpoint(std::uint64_t* block, std::uint32_t* offset);
+  // `slots`: block number -> slot of the blocks the log holds, to locate
+  // the entries (an entry naming another block gets no slot; replay must
+  // supersede it, else RebuildLive fails).
+  Status LoadCheckpoint(const std::map<std::uint64_t, std::uint32_t>& slots,
+                        std::uint64_t* block, std::uint32_t* offset);
   // What ScanBlock found in one block.
   struct BlockScan {
     std::uint32_t end = 0;              // where its valid records end
     std::uint32_t records = 0;          // valid records, the seal included
     std::uint64_t chain = 0;            // their chain checksum
     bool sealed = false;                // ends with a valid seal record
+    bool flushdb = false;               // holds a FlushDb record
     std::uint32_t header_sequence = 0;  // its newest valid header, if any
     std::uint32_t header_used = 0;
   };
-  // Replays one block's records from `from` (recovery, format v2).
-  Status ScanBlock(std::uint64_t block, std::uint32_t from,
+  // Replays the records of block `block` in slot `slot` from `from`
+  // (recovery), checking them against `header` (null: the block's header
+  // slots are both damaged).
+  Status ScanBlock(std::uint64_t block, std::uint32_t slot,
+                   const LogBlockHeader* header, std::uint32_t from,
                    std::uint64_t file_bytes, BlockScan* scan);
   Status ApplyReplayed(const LogRecordView& record, RecordLocation loc);
   Status WriteCheckpoint(std::uint64_t block, std::uint32_t offset)
@@ -265,8 +347,11 @@ class LogStore {
                   std::string_view value) const;
   // Set and Del; *end (if not null) gets the record's end position,
   // block << 32 | offset + length, comparable with watermark_.
+  // With `only_if_at` (compaction), the Set happens only while the key's
+  // entry points at that record (else kNotFound, nothing applied).
   Status SetImpl(std::uint32_t db, std::string_view key, std::string_view value,
-                 std::uint64_t* end);
+                 std::uint64_t* end,
+                 const RecordLocation* only_if_at = nullptr);
   Status DelImpl(std::uint32_t db, std::string_view key, std::uint64_t* end);
   Status DelUncounted(std::uint32_t db, std::string_view key,
                       std::uint64_t* end);
@@ -298,7 +383,13 @@ class LogStore {
 
   // Flush steps, under flush_mu_. FlushIo writes every block's new records
   // and its header hint, then one sync; it wakes the group with the result.
-  Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report)
+  // *more: it stopped before a block whose header (its identity: number
+  // and slot) was not yet durable, after writing that header; the caller
+  // runs another attempt for that block's records.
+  Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report,
+                 bool* more) CAIRN_REQUIRES(flush_mu_);
+  // FlushIo until no block waits for its first header.
+  Status FlushAllIo(std::vector<FlushedBatch>* batches, FlushReport* report)
       CAIRN_REQUIRES(flush_mu_);
   // Writes the header of every block whose durable state is ahead of it
   // (`all`), or only of full blocks whose bytes are all durable, then syncs.
@@ -344,8 +435,9 @@ class LogStore {
   std::vector<std::unique_ptr<Partition>> partitions_;
   LogStoreRecovery recovery_;
 
+  Mutex compact_mu_ CAIRN_ACQUIRED_BEFORE(flush_mu_);
   Mutex flush_mu_ CAIRN_ACQUIRED_BEFORE(log_mu_);
-  Mutex log_mu_;
+  mutable Mutex log_mu_;
   // Group commit (a leaf: taken after any other lock, never held while
   // taking one): whether a waiter leads a flush, and the last failed sync
   // that covered records, up to which position.
@@ -356,10 +448,49 @@ class LogStore {
   std::uint64_t failed_upto_ CAIRN_GUARDED_BY(group_mu_) = 0;
   Status failed_status_ CAIRN_GUARDED_BY(group_mu_);
   FlushReport totals_ CAIRN_GUARDED_BY(flush_mu_);
+  bool opened_ CAIRN_GUARDED_BY(flush_mu_) = false;  // Open's attempt done
   // Blocks not yet released, oldest first; the last is being filled.
   std::deque<std::unique_ptr<PendingBlock>> blocks_ CAIRN_GUARDED_BY(log_mu_);
   std::vector<std::unique_ptr<LogBlockBuffer>> spare_buffers_
       CAIRN_GUARDED_BY(log_mu_);
+  // The block table: every block in the log (number -> slot, live bytes,
+  // whether it holds a FlushDb record), the free slots, the slots in the
+  // file and the number the next block gets. Blocks leave it when Compact
+  // frees them. live_total_ and log_blocks_ mirror it for VisitMetrics.
+  struct BlockInfo {
+    std::uint32_t slot = 0;
+    std::uint64_t live = 0;
+    bool flushdb = false;
+  };
+  std::map<std::uint64_t, BlockInfo> table_ CAIRN_GUARDED_BY(log_mu_);
+  std::vector<std::uint32_t> free_slots_ CAIRN_GUARDED_BY(log_mu_);
+  std::uint32_t slots_ CAIRN_GUARDED_BY(log_mu_) = 0;
+  std::uint64_t next_block_ CAIRN_GUARDED_BY(log_mu_) = 0;
+  // The position the newest durable checkpoint reflects (block << 32 |
+  // offset), if there is one: tombstones before it may be dropped.
+  bool has_checkpoint_ CAIRN_GUARDED_BY(log_mu_) = false;
+  std::uint64_t checkpoint_position_ CAIRN_GUARDED_BY(log_mu_) = 0;
+  std::atomic<std::uint64_t> live_total_{0};
+  std::atomic<std::uint64_t> log_blocks_{0};
+  std::atomic<std::uint64_t> log_slots_{0};
+  // Adds a record to, or takes it off, its block's live bytes.
+  void AddLive(const RecordLocation& loc) CAIRN_REQUIRES(log_mu_);
+  void SubLive(const RecordLocation& loc) CAIRN_REQUIRES(log_mu_);
+  // Recomputes every block's live bytes from the recovered index (Open);
+  // kDataLoss if an entry names a block the log does not hold.
+  Status RebuildLive();
+  // Compaction of one block (Compact); adds what it did to *report and, in
+  // *end, the end of the last record it appended (0 if none).
+  Status CompactBlock(std::uint64_t block, std::uint32_t slot,
+                      CompactReport* report, std::uint64_t* end);
+  // Appends a Del record for db/key if the key is absent (kNotFound, and
+  // nothing appended, if it is present); *end as SetImpl's.
+  Status RelocateTombstone(std::uint32_t db, std::string_view key,
+                           std::uint64_t* end);
+  // A block slot for a new block: a free one, else a new one at the end.
+  Result<std::uint32_t> AllocateSlotLocked() CAIRN_REQUIRES(log_mu_);
+  // The pending block holding `block`, or null.
+  PendingBlock* FindPendingLocked(std::uint64_t block) CAIRN_REQUIRES(log_mu_);
   // Durable up to (block << 32 | boundary): records of earlier blocks, and
   // of that block ending at or below boundary.
   std::atomic<std::uint64_t> watermark_{0};
@@ -379,6 +510,11 @@ class LogStore {
   Counter checkpoints_;
   Counter checkpoint_failures_;
   Counter flushdbs_;
+  Counter compactions_;
+  Counter compaction_failures_;
+  Counter blocks_freed_;
+  Counter bytes_relocated_;
+  Counter get_retries_;
   Histogram flush_io_seconds_{1e-9};  // writes + the one sync of a flush
   Histogram checkpoint_seconds_{1e-9};
   Histogram durable_wait_seconds_{1e-9};

@@ -48,13 +48,21 @@ CAIRN_NAMESPACE_BEGIN
 // An index value: where a key's newest record lives in the log.
 struct RecordLocation {
   static constexpr std::uint32_t kDurable = 1;
+  // flags bits 8..31: the block slot the block sits in (BlockLog).
+  static constexpr std::uint32_t kSlotShift = 8;
+  static constexpr std::uint32_t kMaxSlots = std::uint32_t{1} << 24;
 
-  std::uint32_t block = 0;
+  std::uint32_t block = 0;   // the block's number (its place in log order)
   std::uint32_t offset = 0;  // in the block's data area
   std::uint32_t length = 0;  // whole record, header included
   std::uint32_t flags = 0;
 
   bool durable() const noexcept { return (flags & kDurable) != 0; }
+  std::uint32_t slot() const noexcept { return flags >> kSlotShift; }
+  void set_slot(std::uint32_t slot) noexcept {
+    flags =
+        (flags & ((std::uint32_t{1} << kSlotShift) - 1)) | (slot << kSlotShift);
+  }
 };
 
 using RecordIndex = ScanHashMap<RecordLocation>;
