@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tenant gates: W7 eviction vs foreground p99, T1 multi-tenant point reads."""
+"""Tenant gates: W7 eviction vs foreground p99, T1 multi-tenant point reads,
+T2 tenant creation at 10,000 tenants vs 10."""
 
 BINARY = "cairn_tenant_benchmark"
+CREATE_BINARY = "cairn_tenant_create_benchmark"
 
 
 def run(ctx):
@@ -80,4 +82,34 @@ def run(ctx):
                "cpu_ns_per_read_multi": multi_cpu,
                "cpu_ns_per_read_single": single_cpu,
                "ratio_by_cpu_time": cpu_ratio}))
+    records.append(tenant_create(ctx))
     return records
+
+
+def tenant_create(ctx):
+    """directory.T2.tenant_create: GetOrCreate of the 10,000th tenant / the
+    10th, both in one interleaved invocation. The deciding figure is the
+    median over repetitions of each run's median call (p50_us): the mean
+    call time also carries the deferred frees of tenants removed by earlier
+    iterations and preemptions by other processes; it is reported too."""
+    runs = ctx.run_bench(CREATE_BINARY, "BM_DirectoryT2/", repetitions=5,
+                         min_time=0.3)
+    big = "BM_DirectoryT2/10000/manual_time"
+    small = "BM_DirectoryT2/10/manual_time"
+    p50_big = ctx.median(runs, big, "p50_us")
+    p50_small = ctx.median(runs, small, "p50_us")
+    mean_big = ctx.median(runs, big, "real_time")
+    mean_small = ctx.median(runs, small, "real_time")
+    mean_ratio = mean_big / mean_small if mean_small else float("nan")
+    return ctx.gate(
+        "directory.T2.tenant_create",
+        "GetOrCreate miss of the n-th tenant (default TenantOptions), the "
+        "tenant removed again untimed after each call", 1, 10_000,
+        "10000th", "10th", p50_big, p50_small, "us per call (p50)",
+        higher_is_better=False, goal_value=1.5, criterion=None,
+        note=(f"median call {p50_big:.2f} vs {p50_small:.2f} us; mean call "
+              f"{mean_big:.2f} vs {mean_small:.2f} us (ratio "
+              f"{mean_ratio:.2f})"),
+        extra={"p50_us_10000": p50_big, "p50_us_10": p50_small,
+               "mean_us_10000": mean_big, "mean_us_10": mean_small,
+               "mean_ratio": mean_ratio})

@@ -2,12 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // TenantRegistry: the host's map from tenant name to Tenant (its quota
-// account and its GroupDirectory), published as immutable copy-on-write
-// snapshots (docs/tenants.md).
+// account and its GroupDirectory), split by name hash into shards, each
+// published as an immutable copy-on-write map (docs/tenants.md). A change
+// copies one shard, so creating or removing a tenant costs O(tenants /
+// shards), not O(tenants).
 //
 // Two epoch domains, both owned here unless the host passes its own route
 // domain:
-//   - the registry's own domain protects the snapshots, so a reader stalled
+//   - the registry's own domain protects the shard maps, so a reader stalled
 //     in it never delays route reclamation, and the other way round (E6);
 //   - one route domain shared by every tenant's route (the RFC's
 //     process-wide route domain), so a thread that alternates between
@@ -16,20 +18,22 @@
 // One factory run per tenant (T1): GetOrCreate runs the factory once per
 // (name, instance) however many callers race; every racer gets the same
 // handle, and the tenant (quota bound to its directory) is fully built
-// before the snapshot that names it is published. Removal makes a fresh
+// before the shard map that names it is published. Removal makes a fresh
 // instance (T2): Remove(name, instance) takes the tenant out of later
-// snapshots; handles already held stay valid (shared ownership), a later
+// shard maps; handles already held stay valid (shared ownership), a later
 // GetOrCreate makes a new instance with a new TenantInstanceId, and
 // instances never share objects. Empty tenants are never removed by the
 // registry on its own.
 //
 // Thread safety: every method is safe from any thread. Find/WithTenant/
-// GetOrCreate's hit path take no lock: one guard of the registry domain and
-// an acquire load. Writers (a GetOrCreate miss, Remove) serialise on the
-// registry writer lock, which is never held across host code (the factory)
-// or tenant work; the old snapshot is retired after it is released. Lock
-// order: registry writer -> (nothing); tenant work (group -> members) runs
-// with no registry lock held (docs/concurrency.md).
+// GetOrCreate's hit path take no lock and allocate nothing: one guard of the
+// registry domain and an acquire load of the name's shard. Writers (a
+// GetOrCreate miss, Remove) serialise on the writer lock of the name's shard
+// only (writers of other shards run in parallel), which is never held across
+// host code (the factory) or tenant work, and never together with another
+// shard's; the old shard map is retired after it is released. Lock order:
+// shard writer -> (nothing); tenant work (group -> members) runs with no
+// registry lock held (docs/concurrency.md).
 //
 // Metrics: VisitMetrics() reports the cairn_tenant_* metrics and, for each
 // tenant, its quota and its directory's cairn_directory_* metrics labelled
@@ -65,6 +69,7 @@
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/quota.h"
 #include "cairn/epoch/epoch_domain.h"
+#include "cairn/tenant/internal/tenant_map.h"
 
 CAIRN_NAMESPACE_BEGIN
 
@@ -119,7 +124,7 @@ class Tenant {
 };
 
 struct RegistryOptions {
-  // The registry's own domain (snapshots only).
+  // The registry's own domain (shard maps only).
   EpochOptions registry_epoch = [] {
     EpochOptions o;
     o.name = "tenant-registry";
@@ -143,6 +148,11 @@ struct RegistryOptions {
   // registry's instance counter starts above it.
   TenantInstanceId default_tenant_instance = 0;
   std::size_t max_name_bytes = 256;
+  // Shards of the tenant map (rounded up to a power of two, at most 65,536;
+  // 0 means 1). A creation or removal copies the map of one shard, so it
+  // costs O(tenants / shards). Each shard costs one word with no tenant;
+  // shards share min(shards, 256) writer locks of 128 bytes each.
+  std::size_t shards = 4096;
   // The durable log (H1, docs/durable_log.md) that records every tenant
   // GetOrCreate publishes and every Remove, and the log of each tenant's
   // directory whose options name none (the default tenant's too). Its
@@ -167,7 +177,7 @@ class RegistryHooks {
   // being created), kAborted (the tenant's construction threw),
   // kResourceExhausted (registry domain full, or out of memory). The caller
   // keeps instance ids unique (a snapshot's reader refuses a file naming
-  // one twice). Locks the registry writer lock briefly; allocates. Not for
+  // one twice). Locks the name's shard writer lock briefly; allocates. Not for
   // use inside WithTenant.
   template <typename Registry>
   static Result<typename Registry::Handle> CreateInstance(
@@ -218,7 +228,10 @@ class TenantRegistry {
                           ? options_.route_domain
                           : owned_route_domain_.get()),
         registry_domain_(options_.registry_epoch),
-        current_(new Snapshot()) {
+        shard_count_(ShardCount(options_.shards)),
+        writer_count_(std::min(shard_count_, kMaxWriters)),
+        maps_(new std::atomic<const TenantMap*>[shard_count_]()),
+        writers_(new Writer[writer_count_]) {
     TenantOptions defaults = options_.default_tenant_options;
     Result<Handle> made =
         options_.default_tenant_instance != 0
@@ -239,18 +252,26 @@ class TenantRegistry {
   // handle held past the registry must not outlive the route domain.
   ~TenantRegistry() {
     default_.reset();
-    delete current_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      TenantMap* m =
+          const_cast<TenantMap*>(maps_[i].load(std::memory_order_acquire));
+      if (m == nullptr) continue;
+      m->DeleteEntries();  // the newest map owns its entries
+      delete m;
+    }
     registry_domain_.Shutdown(std::chrono::seconds(1)).IgnoreError();
   }
 
   // The tenant named `name`, or kNotFound (code-only). Lock-free: one guard
-  // of the registry domain, a lookup, one owner copy.
+  // of the registry domain, an acquire load of the name's shard, a lookup,
+  // one owner copy; allocates nothing after the thread's first call.
   Result<Handle> Find(std::string_view name) const {
+    const std::uint64_t hash = base_internal::RouteHash(name);
     Guard guard = registry_domain_.EnterOnThisThread();
-    const Snapshot* s = current_.load(std::memory_order_acquire);
-    auto it = s->tenants.find(name);
-    if (it == s->tenants.end()) return Status(StatusCode::kNotFound);
-    return it->second;
+    const TenantMap* m = ShardOf(hash).map.load(std::memory_order_acquire);
+    const Named* found = m == nullptr ? nullptr : m->Find(hash, name);
+    if (found == nullptr) return Status(StatusCode::kNotFound);
+    return found->tenant;
   }
 
   // Runs fn(TenantType&) inside a guard of the registry domain, without
@@ -259,24 +280,27 @@ class TenantRegistry {
   // reference; it may use the tenant's directory (another domain).
   template <typename Fn>
   Status WithTenant(std::string_view name, Fn&& fn) const {
+    const std::uint64_t hash = base_internal::RouteHash(name);
     Guard guard = registry_domain_.EnterOnThisThread();
-    const Snapshot* s = current_.load(std::memory_order_acquire);
-    auto it = s->tenants.find(name);
-    if (it == s->tenants.end()) return Status(StatusCode::kNotFound);
-    fn(*it->second);
+    const TenantMap* m = ShardOf(hash).map.load(std::memory_order_acquire);
+    const Named* found = m == nullptr ? nullptr : m->Find(hash, name);
+    if (found == nullptr) return Status(StatusCode::kNotFound);
+    fn(*found->tenant);
     return Status::Ok();
   }
 
   // The tenant named `name`, created by `factory` if absent. Exactly one caller
   // runs the factory per created instance (T1); racers wait for it and get the
-  // same handle (or its error). The tenant is fully built before the snapshot
-  // naming it is published. Errors: kInvalidArgument (empty or too long name,
-  // null factory), the factory's error, kAborted (the factory, or the
+  // same handle (or its error). The tenant is fully built before the shard
+  // map naming it is published. Errors: kInvalidArgument (empty or too long
+  // name, null factory), the factory's error, kAborted (the factory, or the
   // tenant's construction, threw: its what() is the message),
   // kResourceExhausted (the registry domain stayed full, or out of memory).
   // Never throws; a failed creation leaves nothing behind, so a later call
-  // for the name runs the factory again. Allocates; may block behind a
-  // racing creation of the same name. Not for use inside WithTenant.
+  // for the name runs the factory again. A hit is Find (lock-free, no
+  // allocation); a miss allocates, copies the map of the name's shard
+  // (O(tenants / shards)) and may block behind a racing creation of the same
+  // name. Not for use inside WithTenant.
   Result<Handle> GetOrCreate(std::string_view name, const Factory& factory) {
     if (name.empty() || name.size() > options_.max_name_bytes) {
       return InvalidArgumentError("bad tenant name");
@@ -295,36 +319,48 @@ class TenantRegistry {
   // Held handles stay valid; its quota account is closed to new charges
   // (releases still work). Errors, no change: kNotFound (no such tenant, or
   // another instance), kFailedPrecondition (the default tenant),
-  // kResourceExhausted (registry domain full). Never checks emptiness.
-  // With a durable log, the removal is logged (kTenantRemove) before it is
-  // published and durable when Remove returns; a log error fails it.
+  // kResourceExhausted (registry domain full, or out of memory). Never
+  // checks emptiness. Locks the writer lock of the name's shard; copies
+  // that shard's map. With a durable log, the removal is logged (kTenantRemove)
+  // before it is published and durable when Remove returns; a log error fails
+  // it.
   Status Remove(std::string_view name, TenantInstanceId instance) {
     return RemoveInstance(name, instance, options_.durable_log);
   }
 
   const Handle& default_tenant() const noexcept { return default_; }
 
-  // Handles of every tenant in the current snapshot (a copy).
+  // Handles of every tenant (a copy), read shard by shard inside one guard
+  // of the registry domain: every tenant published before the call and not
+  // removed before it is in the list; one created or removed during the
+  // call may or may not be. Allocates the list. Not for use inside
+  // WithTenant.
   std::vector<Handle> Tenants() const {
     Guard guard = registry_domain_.EnterOnThisThread();
-    const Snapshot* s = current_.load(std::memory_order_acquire);
     std::vector<Handle> out;
-    out.reserve(s->tenants.size());
-    for (const auto& [name, tenant] : s->tenants) out.push_back(tenant);
+    out.reserve(size());
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      const TenantMap* m = maps_[i].load(std::memory_order_acquire);
+      if (m == nullptr) continue;
+      m->ForEach([&](const Named& n) { out.push_back(n.tenant); });
+    }
     return out;
   }
-  std::size_t size() const {
-    Guard guard = registry_domain_.EnterOnThisThread();
-    return current_.load(std::memory_order_acquire)->tenants.size();
+  // The number of tenants (the default one too). Lock-free; a creation or
+  // removal racing the call may or may not be counted.
+  std::size_t size() const noexcept {
+    return size_.load(std::memory_order_relaxed);
   }
+  // The number of shards (RegistryOptions::shards rounded up).
+  std::size_t shard_count() const noexcept { return shard_count_; }
 
   EpochDomain& route_domain() const noexcept { return *route_domain_; }
   EpochDomain& registry_domain() const noexcept { return registry_domain_; }
 
   // Reports the cairn_tenant_* metrics (docs/metrics.md, "Tenants") to
   // `visitor`: the tenant count, creations, failed creations and removals;
-  // then, for each tenant of one snapshot in name order, its quota (limit,
-  // charged, committed, pending, deficit, refusals) and its directory's
+  // then, for each tenant of one Tenants() list in name order, its quota
+  // (limit, charged, committed, pending, deficit, refusals) and its directory's
   // metrics (GroupDirectory::VisitMetrics) with the label tenant="<name>"
   // placed first. The tenant list is copied (one owner copy per tenant)
   // inside one guard of the registry domain, which is left before the first
@@ -392,24 +428,66 @@ class TenantRegistry {
  private:
   friend class RegistryHooks;
 
-  struct Snapshot {
-    std::unordered_map<std::string, Handle, base_internal::KeyHash,
-                       base_internal::KeyEq>
-        tenants;
-  };
+  // One shard's tenants: immutable once published (internal/tenant_map.h).
+  using TenantMap = tenant_internal::TenantMap<Handle>;
+  using Named = typename TenantMap::Named;
   struct Outcome {
     Status status;
     Handle tenant;
   };
-  // What a retired snapshot is charged: its table and nodes (the tenants
-  // themselves are shared with the next snapshot).
-  static constexpr std::size_t kBytesPerTenant = 96;
+  // The writer side of shards: the lock that serialises the publications
+  // of its shards (shard i uses writer i mod the writer count) and their
+  // creations in flight, on its own cache lines.
+  struct alignas(64) Writer {
+    Mutex mu;
+    // Creations in flight, looked up by string_view: cleanup must not
+    // allocate a key.
+    std::unordered_map<std::string, std::shared_future<Outcome>,
+                       base_internal::KeyHash, base_internal::KeyEq>
+        creating CAIRN_GUARDED_BY(mu);
+  };
+  // One shard: its published map (null: no tenant; stored with release
+  // under writer.mu, loaded with acquire inside a guard of the registry
+  // domain) and its writer.
+  struct Shard {
+    std::atomic<const TenantMap*>& map;
+    Writer& writer;
+  };
+  static constexpr std::size_t kMaxWriters = 256;
 
-  static void DeleteSnapshot(void* p) { delete static_cast<Snapshot*>(p); }
+  static void DeleteMap(void* p) { delete static_cast<TenantMap*>(p); }
 
-  // One logged registry change (H1): reserved before mu_, appended under it
-  // before the snapshot that shows the change is published, finalized
-  // after it; cancelled if the change does not happen. `log` null: no-op.
+  static std::size_t ShardCount(std::size_t requested) {
+    std::size_t n = 1;
+    while (n < requested && n < (std::size_t{1} << 16)) n <<= 1;
+    return n;
+  }
+  // The shard of a name whose mixed hash is `hash`: its bits 32 and up
+  // (a shard's table probes from the low bits).
+  Shard ShardOf(std::uint64_t hash) const noexcept {
+    const std::size_t i =
+        static_cast<std::size_t>(hash >> 32) & (shard_count_ - 1);
+    return Shard{maps_[i], writers_[i & (writer_count_ - 1)]};
+  }
+  // Publishes `next` (null: the shard is empty) as `shard`'s map with
+  // release, and returns the map it replaces. Caller holds shard.writer.mu.
+  static TenantMap* Swap(const Shard& shard, std::unique_ptr<TenantMap> next)
+      CAIRN_REQUIRES(shard.writer.mu) {
+    const TenantMap* old = shard.map.load(std::memory_order_relaxed);
+    shard.map.store(next.release(), std::memory_order_release);
+    return const_cast<TenantMap*>(old);
+  }
+  // Retires a replaced map on `budget` (reserved before the shard lock);
+  // nothing to retire when the shard was empty.
+  void RetireMap(RetireReservation budget, TenantMap* old) {
+    if (old == nullptr) return;  // the reservation is released unused
+    registry_domain_.RetireReserved(std::move(budget), old, &DeleteMap);
+  }
+
+  // One logged registry change (H1): reserved before the shard writer lock,
+  // appended under it before the shard map that shows the change is published,
+  // finalized after it; cancelled if the change does not happen. `log` null:
+  // no-op.
   class TenantLogStep {
    public:
     explicit TenantLogStep(DurableLog* log) noexcept : log_(log) {}
@@ -453,36 +531,61 @@ class TenantRegistry {
     if (name == options_.default_tenant) {
       return FailedPreconditionError("the default tenant is never removed");
     }
+    try {
+      return RemoveFromShard(name, instance, log);
+    } catch (const std::bad_alloc&) {
+      // Thrown before the new map was published: nothing changed.
+      return ResourceExhaustedError("out of memory removing a tenant");
+    }
+  }
+
+  Status RemoveFromShard(std::string_view name, TenantInstanceId instance,
+                         DurableLog* log) {
     TenantLogStep step(log);
     CAIRN_RETURN_IF_ERROR(step.Reserve(name));
-    Result<RetireReservation> budget = ReserveSnapshot();
+    const std::uint64_t hash = base_internal::RouteHash(name);
+    const Shard shard = ShardOf(hash);
+    Result<RetireReservation> budget = ReserveMap(shard, name.size());
     if (!budget.ok()) return std::move(budget).status();
-    const Snapshot* old = nullptr;
+    TenantMap* old = nullptr;
     Handle removed;
     {
-      MutexLock lock(&mu_);
-      const Snapshot* s = current_.load(std::memory_order_relaxed);
-      auto it = s->tenants.find(name);
-      if (it == s->tenants.end() || it->second->instance_id() != instance) {
+      MutexLock lock(&shard.writer.mu);
+      const TenantMap* m = shard.map.load(std::memory_order_relaxed);
+      const Named* named = m == nullptr ? nullptr : m->Find(hash, name);
+      if (named == nullptr || named->tenant->instance_id() != instance) {
         return NotFoundError("no such tenant instance");
       }
-      removed = it->second;
+      removed = named->tenant;
+      // Built before the append, so a failed allocation logs nothing.
+      std::unique_ptr<TenantMap> next =
+          TenantMap::Rebuilt(m, named, 0, nullptr);
       CAIRN_RETURN_IF_ERROR(step.Append(DurableOp::kTenantRemove, *removed));
-      auto next = std::make_unique<Snapshot>(*s);
-      next->tenants.erase(next->tenants.find(name));
-      old = s;
-      current_.store(next.release(), std::memory_order_release);
+      old = Swap(shard, std::move(next));
+      // The replaced map frees the entry when its grace period ends: a
+      // reader may still hold it.
+      old->set_dropped(named);
+      size_.fetch_sub(1, std::memory_order_relaxed);
     }
     removed->quota().CloseAdmission();
     removed_.Add();
-    registry_domain_.RetireReserved(
-        std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
+    RetireMap(std::move(budget).value(), old);
     return step.Finalize();
   }
 
-  Result<RetireReservation> ReserveSnapshot() {
-    const std::size_t n = size() + 1;
-    return registry_domain_.Reserve(sizeof(Snapshot) + n * kBytesPerTenant);
+  // Retire budget for one map of `shard` one tenant larger than it is now,
+  // with a dropped entry named with `name_bytes` bytes.
+  Result<RetireReservation> ReserveMap(const Shard& shard,
+                                       std::size_t name_bytes) {
+    std::size_t n = 1;
+    {
+      // Read inside a guard (the map may be retired meanwhile), left before
+      // Reserve, which may wait for the domain's guards.
+      Guard guard = registry_domain_.EnterOnThisThread();
+      const TenantMap* m = shard.map.load(std::memory_order_acquire);
+      if (m != nullptr) n += m->size();
+    }
+    return registry_domain_.Reserve(TenantMap::BytesFor(n, name_bytes));
   }
 
   // GetOrCreate() after a miss. Whatever throws before the creation is
@@ -493,16 +596,21 @@ class TenantRegistry {
   Result<Handle> Create(std::string_view name, const Factory& factory) {
     std::promise<Outcome> promise;
     std::shared_future<Outcome> pending;
+    const std::uint64_t hash = base_internal::RouteHash(name);
+    const Shard shard = ShardOf(hash);
     {
-      MutexLock lock(&mu_);
-      const Snapshot* s = current_.load(std::memory_order_relaxed);
-      auto it = s->tenants.find(name);
-      if (it != s->tenants.end()) return it->second;
-      auto c = creating_.find(name);
-      if (c != creating_.end()) {
+      MutexLock lock(&shard.writer.mu);
+      if (const TenantMap* m = shard.map.load(std::memory_order_relaxed);
+          m != nullptr) {
+        const Named* found = m->Find(hash, name);
+        if (found != nullptr) return found->tenant;
+      }
+      auto c = shard.writer.creating.find(name);
+      if (c != shard.writer.creating.end()) {
         pending = c->second;
       } else {
-        creating_.emplace(std::string(name), promise.get_future().share());
+        shard.writer.creating.emplace(std::string(name),
+                                      promise.get_future().share());
       }
     }
     if (pending.valid()) {  // a racer runs the factory: wait for it
@@ -513,14 +621,14 @@ class TenantRegistry {
     Outcome outcome;
     try {
       outcome = Build(name, factory);
-      // On success Publish forgets the creation under the lock that
+      // On success Publish forgets the creation under the shard lock that
       // publishes it: a Remove that follows cannot leave a finished
       // creation behind for a later GetOrCreate to wait on and return (T2).
       // The default tenant's creation is not logged: every registry has
       // one.
       if (outcome.status.ok()) {
         outcome.status =
-            Publish(name, outcome.tenant,
+            Publish(shard, name, outcome.tenant,
                     default_ != nullptr ? options_.durable_log : nullptr);
       }
     } catch (const std::bad_alloc&) {
@@ -533,11 +641,12 @@ class TenantRegistry {
     }
     if (!outcome.status.ok()) {
       outcome.tenant.reset();
-      MutexLock lock(&mu_);
+      MutexLock lock(&shard.writer.mu);
       // By iterator: erasing by key would build a std::string, which may
       // throw here.
-      if (auto c = creating_.find(name); c != creating_.end()) {
-        creating_.erase(c);
+      if (auto c = shard.writer.creating.find(name);
+          c != shard.writer.creating.end()) {
+        shard.writer.creating.erase(c);
       }
     }
     if (!outcome.status.ok()) create_failures_.Add();
@@ -574,45 +683,53 @@ class TenantRegistry {
       return InvalidArgumentError("tenant instance id out of range");
     }
     ReserveInstances(instance);
+    const std::uint64_t hash = base_internal::RouteHash(name);
+    const Shard shard = ShardOf(hash);
     try {
       {
-        MutexLock lock(&mu_);
-        const Snapshot* s = current_.load(std::memory_order_relaxed);
-        if (s->tenants.find(name) != s->tenants.end() ||
-            creating_.find(name) != creating_.end()) {
+        MutexLock lock(&shard.writer.mu);
+        if (NameTaken(shard, hash, name)) {
           return AlreadyExistsError("tenant name exists");
         }
       }
       Handle tenant = std::make_shared<TenantType>(
           std::string(name), instance, WithRegistryLog(std::move(options)),
           route_domain_);
-      Result<RetireReservation> budget = ReserveSnapshot();
+      auto named = std::make_unique<Named>(Named{std::string(name), tenant});
+      Result<RetireReservation> budget = ReserveMap(shard, 0);
       if (!budget.ok()) return std::move(budget).status();
-      const Snapshot* old = nullptr;
+      TenantMap* old = nullptr;
       {
-        MutexLock lock(&mu_);
-        const Snapshot* s = current_.load(std::memory_order_relaxed);
+        MutexLock lock(&shard.writer.mu);
         // Checked again under the lock that publishes: a racing
         // GetOrCreate or CreateInstance of the name may have published.
-        if (s->tenants.find(name) != s->tenants.end() ||
-            creating_.find(name) != creating_.end()) {
+        if (NameTaken(shard, hash, name)) {
           return AlreadyExistsError("tenant name exists");
         }
-        auto next = std::make_unique<Snapshot>(*s);
-        next->tenants.emplace(std::string(name), tenant);
-        old = s;
-        current_.store(next.release(), std::memory_order_release);
+        std::unique_ptr<TenantMap> next =
+            TenantMap::Rebuilt(shard.map.load(std::memory_order_relaxed),
+                               nullptr, hash, named.get());
+        named.release();  // owned by the published map from here on
+        old = Swap(shard, std::move(next));
+        size_.fetch_add(1, std::memory_order_relaxed);
       }
       created_.Add();
-      registry_domain_.RetireReserved(std::move(budget).value(),
-                                      const_cast<Snapshot*>(old),
-                                      &DeleteSnapshot);
+      RetireMap(std::move(budget).value(), old);
       return tenant;
     } catch (const std::bad_alloc&) {
       return ResourceExhaustedError("out of memory creating a tenant");
     } catch (const std::exception& e) {
       return AbortedError(e.what());
     }
+  }
+
+  // The name is published in `shard` or being created there. Caller holds
+  // shard.writer.mu.
+  static bool NameTaken(const Shard& shard, std::uint64_t hash,
+                        std::string_view name) CAIRN_REQUIRES(shard.writer.mu) {
+    const TenantMap* m = shard.map.load(std::memory_order_relaxed);
+    return (m != nullptr && m->Find(hash, name) != nullptr) ||
+           shard.writer.creating.find(name) != shard.writer.creating.end();
   }
 
   Outcome Build(std::string_view name, const Factory& factory) {
@@ -639,48 +756,55 @@ class TenantRegistry {
     return options;
   }
 
-  // Publishes `tenant`, logged to `log` unless it is null.
-  Status Publish(std::string_view name, const Handle& tenant, DurableLog* log) {
+  // Publishes `tenant` in `shard` (the name's), logged to `log` unless it
+  // is null.
+  Status Publish(const Shard& shard, std::string_view name,
+                 const Handle& tenant, DurableLog* log) {
     TenantLogStep step(log);
     CAIRN_RETURN_IF_ERROR(step.Reserve(name));
-    Result<RetireReservation> budget = ReserveSnapshot();
+    const std::uint64_t hash = base_internal::RouteHash(name);
+    auto named = std::make_unique<Named>(Named{std::string(name), tenant});
+    Result<RetireReservation> budget = ReserveMap(shard, 0);
     if (!budget.ok()) return std::move(budget).status();
-    const Snapshot* old = nullptr;
+    TenantMap* old = nullptr;
     {
-      MutexLock lock(&mu_);
-      const Snapshot* s = current_.load(std::memory_order_relaxed);
+      MutexLock lock(&shard.writer.mu);
+      // Built before the append, so a failed allocation logs nothing.
+      std::unique_ptr<TenantMap> next =
+          TenantMap::Rebuilt(shard.map.load(std::memory_order_relaxed), nullptr,
+                             hash, named.get());
       CAIRN_RETURN_IF_ERROR(step.Append(DurableOp::kTenantCreate, *tenant));
-      auto next = std::make_unique<Snapshot>(*s);
-      next->tenants.emplace(std::string(name), tenant);
-      old = s;
-      current_.store(next.release(), std::memory_order_release);
-      // Nothing may throw once the snapshot is published.
-      if (auto c = creating_.find(name); c != creating_.end()) {
-        creating_.erase(c);
+      named.release();  // owned by the published map from here on
+      old = Swap(shard, std::move(next));
+      size_.fetch_add(1, std::memory_order_relaxed);
+      // Nothing may throw once the map is published.
+      if (auto c = shard.writer.creating.find(name);
+          c != shard.writer.creating.end()) {
+        shard.writer.creating.erase(c);
       }
     }
     created_.Add();
-    registry_domain_.RetireReserved(
-        std::move(budget).value(), const_cast<Snapshot*>(old), &DeleteSnapshot);
+    RetireMap(std::move(budget).value(), old);
     return step.Finalize();
   }
 
   const RegistryOptions options_;
-  // Declared before the registry domain: retired snapshots (and the tenants
+  // Declared before the registry domain: retired shard maps (and the tenants
   // they may be the last owners of) are freed while the route domain lives.
   std::unique_ptr<EpochDomain> owned_route_domain_;
   EpochDomain* const route_domain_;
   mutable EpochDomain registry_domain_;
-  std::atomic<const Snapshot*> current_;
-
-  Mutex mu_;  // registry writer: snapshot publication, creating_
-  // Looked up by string_view: cleanup must not allocate a key.
-  std::unordered_map<std::string, std::shared_future<Outcome>,
-                     base_internal::KeyHash, base_internal::KeyEq>
-      creating_ CAIRN_GUARDED_BY(mu_);
+  const std::size_t shard_count_;
+  const std::size_t writer_count_;
+  // The shards' published maps, packed: a reader loads one word; a
+  // publication (rare) invalidates the line for readers of its neighbours.
+  const std::unique_ptr<std::atomic<const TenantMap*>[]> maps_;
+  const std::unique_ptr<Writer[]> writers_;
+  // Tenants over every shard; moved under a shard's writer lock.
+  std::atomic<std::size_t> size_{0};
   std::atomic<TenantInstanceId> next_instance_{1};
   Handle default_;
-  // Metrics (VisitMetrics): registry writes only, so plain counters.
+  // Metrics (VisitMetrics): registry writes, from any shard's writer.
   Counter created_;
   Counter create_failures_;
   Counter removed_;
