@@ -158,16 +158,13 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 class CAIRN_CAPABILITY("mutex") RwLock {
  public:
-  RwLock() noexcept {
 #if CAIRN_RW_LOCK_TSAN
-    __tsan_mutex_create(this, __tsan_mutex_not_static);
+  RwLock() noexcept { __tsan_mutex_create(this, __tsan_mutex_not_static); }
+  ~RwLock() { __tsan_mutex_destroy(this, __tsan_mutex_not_static); }
+#else
+  RwLock() noexcept = default;
+  ~RwLock() = default;
 #endif
-  }
-  ~RwLock() {
-#if CAIRN_RW_LOCK_TSAN
-    __tsan_mutex_destroy(this, __tsan_mutex_not_static);
-#endif
-  }
   RwLock(const RwLock&) = delete;
   RwLock& operator=(const RwLock&) = delete;
 
