@@ -111,7 +111,6 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   // Until recovery succeeds the store counts as closed, so destroying a
   // store that failed to open writes nothing.
   CAIRN_RETURN_IF_ERROR(store->Recover());
-  CAIRN_RETURN_IF_ERROR(store->RebuildLive());
   {
     // The head block's number and slot (its first header) are made durable
     // before any of its records is written, and a head recovery sealed in
@@ -282,7 +281,10 @@ Status LogStore::Recover() {
   if (*has_checkpoint) {
     CAIRN_RETURN_IF_ERROR(LoadCheckpoint(slot_of, &start_block, &start_offset));
     recovery_.from_checkpoint = true;
-    if (found.empty() || found.back().block < start_block) {
+    // The checkpoint's block may be gone (compacted, or its first header
+    // torn while it held no record); records past the position must not.
+    if ((found.empty() || found.back().block < start_block) &&
+        start_offset > 0) {
       return DataLossError(
           "the log holds no block at or after the checkpoint's position");
     }
@@ -341,6 +343,17 @@ Status LogStore::Recover() {
   if (head_last) {
     cut = log_->BlockOffset(found[head].slot) + kLogBlockDataOffset + scan.end;
   }
+  {
+    MutexLock lock(&log_mu_);
+    slots_ = last_slot;
+    for (std::size_t i = 0; i < accepted; ++i) {
+      table_[found[i].block] = BlockInfo{found[i].slot, 0, flushdb[i]};
+    }
+  }
+  // Every index entry must name a block the log holds (a checkpoint entry
+  // of a compacted block is superseded by its copy during replay): checked
+  // before the file is touched.
+  CAIRN_RETURN_IF_ERROR(RebuildLive());
   if (*file_bytes > cut) {
     recovery_.torn_tail_bytes = *file_bytes - cut;
     CAIRN_RETURN_IF_ERROR(log_->Truncate(cut));
@@ -356,16 +369,13 @@ Status LogStore::Recover() {
     }
   }
   MutexLock lock(&log_mu_);
-  slots_ = last_slot;
   std::vector<bool> used(last_slot, false);
-  for (std::size_t i = 0; i < accepted; ++i) {
-    table_[found[i].block] = BlockInfo{found[i].slot, 0, flushdb[i]};
-    used[found[i].slot] = true;
-  }
+  for (std::size_t i = 0; i < accepted; ++i) used[found[i].slot] = true;
   for (std::uint32_t slot = last_slot; slot-- > 0;) {
     if (!used[slot]) free_slots_.push_back(slot);
   }
-  next_block_ = std::max<std::uint64_t>(max_seen, 0);
+  // Never below the checkpoint's block: replay skips blocks before it.
+  next_block_ = std::max<std::uint64_t>(max_seen, start_block);
   has_checkpoint_ = *has_checkpoint;
   checkpoint_position_ = (start_block << 32) | start_offset;
   std::uint64_t watermark = 0;
@@ -404,6 +414,7 @@ Status LogStore::Recover() {
   }
   watermark_.store(watermark, std::memory_order_release);
   log_slots_.store(slots_, std::memory_order_relaxed);
+  log_blocks_.store(table_.size(), std::memory_order_relaxed);
   return Status();
 }
 

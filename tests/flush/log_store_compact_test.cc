@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -283,6 +284,38 @@ TEST(LogStoreCompactTest, BlocksDroppedByRecoveryNeverBlockALaterOne) {
   auto store = reopen();
   ASSERT_NE(store, nullptr);
   ExpectModel(*store, model, 48, 1);
+}
+
+// A checkpoint of an empty store names (block 0, offset 0); a crash that
+// tears the block's first header, the only thing in the log, leaves no
+// block at all. Nothing was lost, and Open must say so, as cairn-inspect
+// does (found by the inspect fuzzer: Open refused the store with kDataLoss
+// while inspect called it a torn tail). Planted bug: refusing a missing
+// checkpoint block whatever the offset fails here.
+TEST(LogStoreCompactTest, CheckpointOfABlockWithNoRecordSurvivesItsHeader) {
+  ScratchDir dir("logstore_compact_empty_checkpoint");
+  LogStoreOptions o = Options();
+  o.checkpoint_on_close = false;
+  {
+    auto store = LogStore::Open(dir.path(), o);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_TRUE((*store)->Checkpoint().ok());
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  // The file ends inside block 0's header slot 1 (its first header).
+  std::filesystem::resize_file(
+      dir.File("log"), kLogFileHeaderBytes + kLogHeaderSlotBytes + 1000);
+  {
+    auto store = LogStore::Open(dir.path(), o);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_TRUE((*store)->Set(0, "after", "yes").ok());
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  auto store = LogStore::Open(dir.path(), o);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  std::string value;
+  ASSERT_TRUE((*store)->Get(0, "after", &value).ok());
+  EXPECT_EQ(value, "yes");
 }
 
 // An Env whose file reads on one chosen thread wait at a gate: a Get is

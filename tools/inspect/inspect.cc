@@ -898,8 +898,10 @@ Outcome WalkBlockLog(Env& env, const std::string& path, const BlockFn& on_block,
     }
   }
   if (walk->check_position && !walk->position_met &&
-      (found.empty() || found.back().block > walk->position_block)) {
-    // The checkpoint's block was compacted away: replay starts after it.
+      ((!found.empty() && found.back().block > walk->position_block) ||
+       walk->position_offset == 0)) {
+    // The checkpoint's block is gone (compacted away, or its first header
+    // torn while it held no record): replay starts after it.
     bool present = false;
     for (const Found& f : found) present |= f.block == walk->position_block;
     if (!present) walk->position_met = true;
