@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@
 #include "cairn/tenant/remove_all.h"
 #include "cairn/tenant/tenant_registry.h"
 #include "directory/directory_testing.h"
+#include "testing/alloc_counter.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -118,6 +120,37 @@ TEST(RemoveIfEmptyTest, T3RefusesATenantWithObjectsOrAPendingPut) {
   auto again = registry.GetOrCreate("t", Options(&clock));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again.value()->directory().Create("a").ok());
+}
+
+// A create counts its object before it publishes (T3's seal); one that
+// fails, even by running out of memory (thrown), gives the count back, so
+// an empty directory can still be sealed.
+TEST(RemoveIfEmptyTest, T3ACreateThatRunsOutOfMemoryGivesItsCountBack) {
+  GroupDirectory<TestPayload> dir;
+  // The thread's first calls bind it to the route's epoch domain, which
+  // may not fail; warm up first.
+  ASSERT_TRUE(dir.Create("warm", Counted(1, "g")).ok());
+  ASSERT_TRUE(dir.Erase("warm").ok());
+  int threw = 0;
+  for (int n = 1; n <= 40; ++n) {
+    SCOPED_TRACE(n);
+    const CreateOptions c = Counted(1, n % 2 == 0 ? "g" : "");
+    bool created = false;
+    testing::FailNthAllocationOnThisThread(n);
+    try {
+      created = dir.Create("k", c).ok();
+    } catch (const std::bad_alloc&) {
+      ++threw;
+    }
+    testing::FailNthAllocationOnThisThread(0);
+    if (created) {
+      ASSERT_TRUE(dir.Erase("k").ok());
+    }
+    EXPECT_EQ(dir.object_count(), 0u);
+    ASSERT_TRUE(dir.SealIfEmpty().ok());
+    dir.Unseal();
+  }
+  EXPECT_GT(threw, 0);
 }
 
 // H1: the removal is logged as a kTenantRemove; a refused record removes

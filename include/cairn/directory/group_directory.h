@@ -1178,11 +1178,20 @@ class GroupDirectory {
       }
     }
     // Counted before it is published, so a seal never misses it
-    // (SealIfEmpty); every failure below gives the count back.
+    // (SealIfEmpty); every way out but a publication gives the count back,
+    // a thrown std::bad_alloc too.
     if (!CountNewObject()) {
       return FailedPreconditionError(
           "directory is sealed: its tenant was removed");
     }
+    struct Uncount {
+      std::atomic<std::size_t>* objects;
+      ~Uncount() {
+        if (objects != nullptr) {
+          objects->fetch_sub(1, std::memory_order_relaxed);
+        }
+      }
+    } uncount{&objects_};
     if (options.group.empty()) {
       init.id = restored == nullptr ? NextObjectId() : restored->id;
       Owner owner =
@@ -1198,9 +1207,9 @@ class GroupDirectory {
       if (s.ok()) s = route_.Publish(key, owner, budget);
       if (!s.ok()) {
         unpublished_owner = std::move(owner);  // released after the stripe
-        objects_.fetch_sub(1, std::memory_order_relaxed);
         return s;
       }
+      uncount.objects = nullptr;  // published: counted for good
       return Handle(std::move(owner));
     }
     // An emptied group leaves the catalog in the same group-lock section
@@ -1210,7 +1219,6 @@ class GroupDirectory {
       MutexLock group_lock(&group->mu_);
       if (!group->active_locked()) {
         if (group->explicit_teardown_) {
-          objects_.fetch_sub(1, std::memory_order_relaxed);
           return FailedPreconditionError("group is being torn down");
         }
         continue;
@@ -1244,9 +1252,9 @@ class GroupDirectory {
           RetireFromCatalog(group.get());
           groups_.fetch_sub(1, std::memory_order_relaxed);
         }
-        objects_.fetch_sub(1, std::memory_order_relaxed);
         return s;
       }
+      uncount.objects = nullptr;  // published: counted for good
       return Handle(std::move(owner));
     }
   }
