@@ -36,29 +36,11 @@
 #include "bench/common/keys.h"
 #include "bench/common/latency.h"
 #include "bench/common/random.h"
+#include "bench/directory/object_payload.h"
 #include "cairn/directory/group_directory.h"
 
 namespace cairn::bench {
 namespace {
-
-struct Replica {
-  std::uint64_t segment = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-  std::uint32_t status = 0;
-};
-
-// The payload a store keeps per object: its replica descriptors.
-struct ObjectPayload {
-  std::vector<Replica> replicas;
-};
-
-ObjectPayload MakePayload(std::uint64_t i) {
-  ObjectPayload p;
-  p.replicas.push_back({i % 64, i * 4096, 4096, 1});
-  p.replicas.push_back({(i + 1) % 64, i * 8192, 4096, 1});
-  return p;
-}
 
 template <typename V>
 inline void ReadWork(const V& view, std::uint64_t* sink) {

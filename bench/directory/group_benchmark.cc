@@ -27,26 +27,11 @@
 
 #include "bench/baselines/shard_group_directory.h"
 #include "bench/common/latency.h"
+#include "bench/directory/object_payload.h"
 #include "cairn/directory/group_directory.h"
 
 namespace cairn::bench {
 namespace {
-
-struct Replica {
-  std::uint64_t segment = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-  std::uint32_t status = 0;
-};
-struct ObjectPayload {
-  std::vector<Replica> replicas;
-};
-ObjectPayload MakePayload(std::uint64_t i) {
-  ObjectPayload p;
-  p.replicas.push_back({i % 64, i * 4096, 4096, 1});
-  p.replicas.push_back({(i + 1) % 64, i * 8192, 4096, 1});
-  return p;
-}
 
 std::size_t Population() {
   const char* env = std::getenv("CAIRN_GROUP_POPULATION");

@@ -27,7 +27,7 @@ class GroupDirectoryTestPeer {
   template <typename Payload, template <typename> class Route>
   static bool lifecycle_stripes_allocated(
       const GroupDirectory<Payload, Route>& dir) noexcept {
-    return dir.stripes_.load(std::memory_order_acquire) != nullptr;
+    return dir.stripes_.IfMade() != nullptr;
   }
 };
 

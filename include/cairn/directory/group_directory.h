@@ -56,6 +56,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -68,6 +69,7 @@
 #include "cairn/base/check.h"
 #include "cairn/base/clock.h"
 #include "cairn/base/internal/hash.h"
+#include "cairn/base/internal/lazy_array.h"
 #include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
@@ -117,9 +119,8 @@ class GroupDirectory {
         clock_(options_.clock != nullptr ? options_.clock : Clock::Steady()),
         route_(options_.route),
         stripe_count_(
-            options_.lifecycle_stripes == 0 ? 1 : options_.lifecycle_stripes) {}
-
-  ~GroupDirectory() { delete[] stripes_.load(std::memory_order_acquire); }
+            options_.lifecycle_stripes == 0 ? 1 : options_.lifecycle_stripes),
+        stripes_(stripe_count_) {}
 
   GroupDirectory(const GroupDirectory&) = delete;
   GroupDirectory& operator=(const GroupDirectory&) = delete;
@@ -709,26 +710,16 @@ class GroupDirectory {
   };
 
   // The key's lifecycle stripe. The stripe array is made by the first
-  // write that asks (one acquire load after that): racing first writes
-  // each build one and the loser frees its own.
+  // write that asks (base_internal::LazyArray: one acquire load after
+  // that); out of memory there throws std::bad_alloc, as a create's other
+  // allocations do.
   Mutex& StripeFor(std::string_view key) const {
-    Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    Stripe* stripes = stripes_.Get();
     if (stripes == nullptr) [[unlikely]]
-      stripes = AllocateStripes();
+      throw std::bad_alloc();
     const std::uint64_t h = base_internal::MixHash(
         std::hash<std::string_view>{}(key) ^ 0x9e3779b97f4a7c15ULL);
     return stripes[h % stripe_count_].mu;
-  }
-  Stripe* AllocateStripes() const {
-    Stripe* fresh = new Stripe[stripe_count_];
-    Stripe* installed = nullptr;
-    if (stripes_.compare_exchange_strong(installed, fresh,
-                                         std::memory_order_acq_rel,
-                                         std::memory_order_acquire)) {
-      return fresh;
-    }
-    delete[] fresh;  // another first write installed its array
-    return installed;
   }
 
   // Read-path checks: code-only statuses, which never allocate.
@@ -1894,8 +1885,8 @@ class GroupDirectory {
   const Clock* const clock_;
   RouteType route_;
   const std::size_t stripe_count_;
-  // Null until the first create or erase (StripeFor).
-  mutable std::atomic<Stripe*> stripes_{nullptr};
+  // Made by the first create or erase (StripeFor).
+  const base_internal::LazyArray<Stripe> stripes_;
 
   mutable Mutex catalog_mu_;
   std::unordered_map<std::string, std::shared_ptr<Group>,

@@ -79,6 +79,7 @@
 
 #include "cairn/base/check.h"
 #include "cairn/base/internal/hash.h"
+#include "cairn/base/internal/lazy_array.h"
 #include "cairn/base/mutex.h"
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
@@ -146,7 +147,8 @@ class ObjectRouteIndex {
         stripe_mask_(std::min(std::bit_ceil(std::max<std::size_t>(
                                   options.stripe_count, 1)),
                               min_buckets_) -
-                     1) {
+                     1),
+        stripes_(stripe_mask_ + 1) {
     Table* table = Table::Allocate(min_buckets_);
     // A constructor reports out of memory the standard way (the registry
     // building a tenant turns it into kResourceExhausted).
@@ -177,7 +179,6 @@ class ObjectRouteIndex {
     }
     MutexLock lock(&resize_mu_);
     for (Table* kept : kept_tables_) Table::Destroy(kept);
-    delete[] stripes_.load(std::memory_order_acquire);
   }
 
   // fn(Entry*) with the routed entry borrowed for the call (nullptr if not
@@ -410,7 +411,7 @@ class ObjectRouteIndex {
       }
     }
     std::uint64_t retired_by_writes = 0;
-    const Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    const Stripe* stripes = stripes_.IfMade();
     for (std::size_t i = 0; stripes != nullptr && i <= stripe_mask_; ++i) {
       const Stripe& stripe = stripes[i];
       d.publications += stripe.publications.load(std::memory_order_relaxed);
@@ -606,7 +607,9 @@ class ObjectRouteIndex {
     WriteBudget own;
     WriteBudget* budget = locked != nullptr ? locked : &own;
     std::optional<RetireReservation>& reservation = budget->reservation_;
-    Stripe* const stripes = Stripes();
+    // Made by the route's first write (an empty route stays small:
+    // docs/route.md, "Memory").
+    Stripe* const stripes = stripes_.Get();
     if (stripes == nullptr) return AllocationFailed();
     for (int waits = 0;; ++waits) {
       const Snapshot* old = nullptr;
@@ -872,28 +875,10 @@ class ObjectRouteIndex {
     }
   }
 
-  // The writer stripes, made by the route's first write, never by the
-  // constructor (an empty route stays small: docs/route.md, "Memory");
-  // null if that allocation fails. Racing first writes each build an array
-  // and the loser frees its own; after that, one acquire load.
-  Stripe* Stripes() noexcept {
-    Stripe* stripes = stripes_.load(std::memory_order_acquire);
-    if (stripes != nullptr) [[likely]]
-      return stripes;
-    Stripe* fresh = new (std::nothrow) Stripe[stripe_mask_ + 1];
-    if (fresh == nullptr) return nullptr;
-    if (stripes_.compare_exchange_strong(stripes, fresh,
-                                         std::memory_order_acq_rel,
-                                         std::memory_order_acquire)) {
-      return fresh;
-    }
-    delete[] fresh;  // another first write installed its array
-    return stripes;
-  }
-  // The stripes, where a write made them already (a resize runs only
-  // after writes).
+  // The stripes, which a write made already (a resize runs only after
+  // writes).
   Stripe* MadeStripes() noexcept {
-    Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    Stripe* stripes = stripes_.IfMade();
     CAIRN_DCHECK(stripes != nullptr);
     return stripes;
   }
@@ -902,8 +887,8 @@ class ObjectRouteIndex {
   EpochDomain* const domain_;
   const std::size_t min_buckets_;  // the starting size; never shrinks below
   const bool fixed_;
-  const std::size_t stripe_mask_;          // < min_buckets_
-  std::atomic<Stripe*> stripes_{nullptr};  // made by the first write
+  const std::size_t stripe_mask_;                   // < min_buckets_
+  const base_internal::LazyArray<Stripe> stripes_;  // made by a first write
   // Read by every reader; written only by a resize finishing.
   alignas(64) std::atomic<Table*> table_{nullptr};
   // Write side.
