@@ -848,7 +848,7 @@ Status LogStore::FlushSealed() {
   return FlushForRoom(/*backpressure=*/false);
 }
 
-Status LogStore::RunFlusher(std::stop_token stop) {
+Status LogStore::RunFlusher(const std::stop_token& stop) {
   if (!options_.host_flusher) {
     return FailedPreconditionError(
         "RunFlusher needs LogStoreOptions::host_flusher");

@@ -155,6 +155,12 @@ TEST(LogStoreFlusherTest, WriteWaitsForTheFlusherOnlyAtTheLimit) {
     returned.store(true);
     return s;
   });
+  // It is counted when it starts waiting; then it stays blocked.
+  const auto until = std::chrono::steady_clock::now() + seconds(20);
+  while (Metric(store, "cairn_logstore_backpressure_waits_total") < 1 &&
+         !returned.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
   std::this_thread::sleep_for(milliseconds(50));
   EXPECT_FALSE(returned.load()) << "a write at max_sealed_blocks did not wait";
   EXPECT_EQ(Metric(store, "cairn_logstore_backpressure_waits_total"), 1);

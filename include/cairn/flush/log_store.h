@@ -301,7 +301,7 @@ class LogStore {
   //   });
   // Shutdown: stop the writers, Close (RunFlusher then returns OK), join
   // the thread, destroy the store; or request_stop and join, then Close.
-  Status RunFlusher(std::stop_token stop) CAIRN_EXCLUDES(sealed_mu_)
+  Status RunFlusher(const std::stop_token& stop) CAIRN_EXCLUDES(sealed_mu_)
       CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // std::unique_lock for the condvar
 
   // What every flush since Open did, summed (explicit, back-pressure,
