@@ -17,6 +17,14 @@
 //       soon as a block is full (real time: fdatasync waits count);
 //       counters p50_ns, p99_ns and p9999_ns per operation (a flush
 //       lands on about one SET in 8192).
+//   BM_FlushX5SetTail/<flusher|inline>/<keys>/<rate>/real_time
+//       the same SETs (fdatasync per block, no per-SET durability), tail
+//       latency, paced at `rate` SETs per second (0: unpaced): `flusher` runs
+//       LogStoreOptions::host_flusher with a RunFlusher thread
+//       (max_sealed_blocks 4), `inline` the default (the SET that finds a full
+//       block waiting writes and syncs it, max_sealed_blocks 1). Counters
+//       p50_ns, p99_ns, p9999_ns, p9999_over_p50, and backpressure_waits (SETs
+//       that waited for the flusher).
 // Worlds are built once per process and shared by the repetitions, so a
 // filter selecting candidate and baseline lets random interleaving
 // alternate them.
@@ -32,11 +40,15 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <stop_token>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "cairn/base/metrics.h"
 #include "cairn/base/mutex.h"
 #include "cairn/flush/log_store.h"
 #include "cairn/flush/receipt_pass.h"
@@ -236,6 +248,13 @@ class LatencySamples {
     state.counters["p99_ns"] = samples_[samples_.size() * 99 / 100];
     state.counters["p9999_ns"] = samples_[samples_.size() * 9999 / 10000];
   }
+  // How many operations took over `ns` (after Report, which sorts).
+  double CountOver(std::uint32_t ns) const {
+    return static_cast<double>(
+        samples_.end() -
+        std::upper_bound(samples_.begin(), samples_.end(), ns));
+  }
+  double size() const { return static_cast<double>(samples_.size()); }
 
  private:
   std::vector<std::uint32_t> samples_;
@@ -282,6 +301,111 @@ void RunGet(benchmark::State& state, const std::string& mode,
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
   latency.Report(state);
+}
+
+// Gate flush.X5.set_p9999: a store whose full blocks a flusher thread
+// writes (or, inline, the SET that finds one waiting), built once per mode.
+struct X5TailWorld {
+  std::string dir;
+  std::unique_ptr<cairn::LogStore> store;
+  std::jthread flusher;
+  ~X5TailWorld() {
+    // The host's shutdown order: Close (the flusher then returns), join,
+    // destroy.
+    if (store != nullptr) (void)store->Close();
+    if (flusher.joinable()) flusher.join();
+    store.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+X5TailWorld& TailStore(const std::string& mode, std::size_t keys) {
+  static std::map<std::string, std::unique_ptr<X5TailWorld>> worlds;
+  auto& slot = worlds[mode + "/" + std::to_string(keys)];
+  if (slot != nullptr) return *slot;
+  slot = std::make_unique<X5TailWorld>();
+  slot->dir = BenchDir();
+  cairn::LogStoreOptions o;
+  o.checkpoint_on_close = false;
+  if (mode == "flusher") {
+    o.host_flusher = true;  // max_sealed_blocks stays 4
+  } else {
+    o.max_sealed_blocks = 1;  // the SET after a block fills flushes it
+  }
+  auto store = cairn::LogStore::Open(slot->dir, o);
+  if (!store.ok()) std::abort();
+  slot->store = std::move(store).value();
+  if (mode == "flusher") {
+    cairn::LogStore* const s = slot->store.get();
+    slot->flusher = std::jthread([s](std::stop_token stop) {
+      const cairn::Status status = s->RunFlusher(stop);
+      if (!status.ok()) {
+        std::fprintf(stderr, "flusher: %s\n",
+                     std::string(status.message()).c_str());
+        std::abort();
+      }
+    });
+  }
+  const std::string value(1024, 'v');
+  for (std::uint64_t i = 0; i < keys; ++i) {
+    if (!slot->store->Set(0, KeyOf(i), value).ok()) std::abort();
+  }
+  if (!slot->store->Flush().ok()) std::abort();
+  return *slot;
+}
+
+// One counter of the store's metrics, by name.
+double StoreCounter(const cairn::LogStore& store, std::string_view name) {
+  struct Find final : cairn::MetricVisitor {
+    std::string_view name;
+    double value = 0;
+    void Visit(const cairn::MetricSample& sample) override {
+      if (sample.name == name) value += sample.value;
+    }
+  } find;
+  find.name = name;
+  store.VisitMetrics(find);
+  return find.value;
+}
+
+void RunSetTail(benchmark::State& state, const std::string& mode,
+                std::size_t keys, std::size_t rate) {
+  X5TailWorld& world = TailStore(mode, keys);
+  const double waits_before =
+      StoreCounter(*world.store, "cairn_logstore_backpressure_waits_total");
+  std::mt19937_64 rng(11);
+  std::string value(1024, 'x');
+  LatencySamples latency;
+  // Paced: every 32 SETs the writer sleeps until their scheduled time, so
+  // that the SETs arrive at `rate` per second (0: as fast as it can, so
+  // the disk's throughput sets the pace through back-pressure). A SET's
+  // latency is its own call, not its delay behind the schedule.
+  const auto begin = std::chrono::steady_clock::now();
+  std::uint64_t done = 0;
+  for (auto _ : state) {
+    if (rate != 0 && done % 32 == 0) {
+      std::this_thread::sleep_until(
+          begin + std::chrono::nanoseconds(done * 1'000'000'000ull / rate));
+    }
+    ++done;
+    value[rng() % value.size()]++;
+    const auto start = std::chrono::steady_clock::now();
+    if (!world.store->Set(0, KeyOf(rng() % keys), value).ok()) std::abort();
+    latency.AddSince(start);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+  latency.Report(state);
+  if (state.counters.count("p50_ns") != 0 && state.counters["p50_ns"] > 0) {
+    state.counters["p9999_over_p50"] =
+        state.counters["p9999_ns"] / state.counters["p50_ns"];
+  }
+  state.counters["samples"] = latency.size();
+  state.counters["over_100us"] = latency.CountOver(100'000);
+  state.counters["over_1ms"] = latency.CountOver(1'000'000);
+  state.counters["backpressure_waits"] =
+      StoreCounter(*world.store, "cairn_logstore_backpressure_waits_total") -
+      waits_before;
 }
 
 }  // namespace
@@ -334,6 +458,21 @@ int main(int argc, char** argv) {
           ("BM_FlushX5Get/" + m + "/" + std::to_string(keys)).c_str(),
           [m, keys](benchmark::State& s) { RunGet(s, m, keys); })
           ->UseRealTime();
+    }
+  }
+  for (std::size_t keys : {std::size_t{100000}, std::size_t{1000000}}) {
+    for (const char* mode : {"flusher", "inline"}) {
+      for (std::size_t rate : {std::size_t{25000}, std::size_t{0}}) {
+        const std::string m = mode;
+        benchmark::RegisterBenchmark(
+            ("BM_FlushX5SetTail/" + m + "/" + std::to_string(keys) + "/" +
+             std::to_string(rate))
+                .c_str(),
+            [m, keys, rate](benchmark::State& s) {
+              RunSetTail(s, m, keys, rate);
+            })
+            ->UseRealTime();
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

@@ -6,7 +6,8 @@ population the gate ids are defined at). Candidate and baseline run in one
 benchmark invocation (random interleaving); ratios are of medians. X5 figures
 (LogStore SET/GET throughput and p99 with prefetch off, on and in watermark
 mode, fdatasync on a real file) are reported, not gated: their records carry
-the verdict `report` and a reference of 1.0 (no change).
+the verdict `report` and a reference of 1.0 (no change). X5 SET tail with
+the flusher (flush.X5.set_p9999) is gated: SET p99.99 over SET p50.
 """
 
 BINARY = "cairn_flush_benchmark"
@@ -97,9 +98,66 @@ def run(ctx):
                   + (f"; receipt pass share of flush time: off {share['off']:.1%}, on "
                      f"{share['on']:.1%}; flush I/O {io_block/1e6:.1f} ms per FlushBlock"
                      if op == "Set" else "")))))
+    records += tail_gates(ctx)
     records += durable_gates(ctx)
     records += space_gates(ctx)
     return records
+
+
+def tail_gates(ctx):
+    """X5 SET tail with the flusher: SET p99.99 over SET p50 with a
+    RunFlusher thread writing and syncing full blocks (host_flusher), SETs
+    paced at 25k/s (25 MiB/s of 1 KiB values, under what the disk takes,
+    so back-pressure is not what is measured), buffered (fdatasync per 8 MiB
+    block, no per-SET durability), real file. Beside it the same ratio
+    inline (the SET after a block fills writes and syncs it), and both
+    unpaced (as fast as the writer goes: the disk's pace, back-pressure
+    included), reported in the note. Quick mode 100k keys, --full 1M."""
+    keys = 1_000_000 if ctx.full else 100_000
+    rate = 25000
+    runs = ctx.run_bench(BINARY, f"BM_FlushX5SetTail/(flusher|inline)/{keys}/{rate}/real_time$",
+                         repetitions=5, min_time=4.0)
+    name = lambda mode, r=rate: f"BM_FlushX5SetTail/{mode}/{keys}/{r}/real_time"
+    fig = {}
+    for mode in ("flusher", "inline"):
+        fig[mode] = {f: ctx.median(runs, name(mode), field=f)
+                     for f in ("p50_ns", "p99_ns", "p9999_ns", "over_1ms",
+                               "backpressure_waits", "samples")}
+    free = ctx.run_bench(BINARY, f"BM_FlushX5SetTail/(flusher|inline)/{keys}/0/real_time$",
+                         repetitions=3, min_time=1.0)
+    unpaced = {}
+    for mode in ("flusher", "inline"):
+        unpaced[mode] = {f: ctx.median(free, name(mode, 0), field=f)
+                         for f in ("p50_ns", "p9999_ns", "over_1ms", "backpressure_waits",
+                                   "items_per_second")}
+    f, i = fig["flusher"], fig["inline"]
+    # The gate's own medians, last, so that gate() pairs their repetitions.
+    p9999 = ctx.median(runs, name("flusher"), field="p9999_ns")
+    p50 = ctx.median(runs, name("flusher"), field="p50_ns")
+    ctx.progress(f"X5 SET tail at {rate}/s: flusher p50 {f['p50_ns']:.0f} ns p99.99 "
+                 f"{f['p9999_ns']/1e3:.1f} us; inline p50 {i['p50_ns']:.0f} ns p99.99 "
+                 f"{i['p9999_ns']/1e6:.1f} ms")
+    uf, ui = unpaced["flusher"], unpaced["inline"]
+    return [ctx.gate(
+        "flush.X5.set_p9999", f"X5 LogStore SET p99.99 / SET p50 with a flusher thread "
+        f"(host_flusher, RunFlusher), 1 KiB values uniform over {keys} keys, SETs paced at "
+        f"{rate}/s, 8 MiB blocks, fdatasync per block (buffered: no per-SET durability), "
+        f"real file", 1, keys, "SET p99.99 (flusher)", "SET p50 (flusher)", p9999, p50, "ns",
+        False, 50,
+        note=(f"flusher: p50 {f['p50_ns']:.0f} ns, p99 {f['p99_ns']/1e3:.1f} us, p99.99 "
+              f"{f['p9999_ns']/1e3:.1f} us, {f['over_1ms']:.0f} SETs over 1 ms and "
+              f"{f['backpressure_waits']:.0f} back-pressure waits in {f['samples']:.0f}; "
+              f"inline: p50 {i['p50_ns']:.0f} ns, p99.99 {i['p9999_ns']/1e6:.2f} ms, ratio "
+              f"{_fmt(i['p9999_ns'] / i['p50_ns'])}, {i['over_1ms']:.0f} SETs over 1 ms; "
+              f"unpaced (the disk's pace): flusher {uf['items_per_second']/1e3:.0f}k SET/s, "
+              f"p99.99 {uf['p9999_ns']/1e6:.2f} ms, ratio {_fmt(uf['p9999_ns'] / uf['p50_ns'])}, "
+              f"{uf['backpressure_waits']:.0f} waits, {uf['over_1ms']:.0f} over 1 ms; inline "
+              f"{ui['items_per_second']/1e3:.0f}k SET/s, p99.99 {ui['p9999_ns']/1e6:.2f} ms, "
+              f"ratio {_fmt(ui['p9999_ns'] / ui['p50_ns'])}, {ui['over_1ms']:.0f} over 1 ms"
+              + ("" if ctx.full else "; quick mode: 100k keys, --full runs 1M")),
+        extra={"inline_ratio": round(i["p9999_ns"] / i["p50_ns"], 1),
+               "unpaced_flusher_ratio": round(uf["p9999_ns"] / uf["p50_ns"], 1),
+               "unpaced_inline_ratio": round(ui["p9999_ns"] / ui["p50_ns"], 1)})]
 
 
 SPACE_BINARY = "cairn_flush_space_benchmark"

@@ -747,6 +747,8 @@ Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
     // The full block ends with its seal, so recovery goes on to the next.
     current->buffer->Seal();
     sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
+    // Its write and sync are the flusher's (the sealed mutex is a leaf).
+    if (options_.host_flusher) WakeFlusher();
     current = blocks_.back().get();
   }
   *mark = current->buffer->mark();
@@ -762,18 +764,134 @@ Status LogStore::MakeRoom() {
       options_.max_sealed_blocks) {
     return Status();
   }
+  if (options_.host_flusher) {
+    // A flusher runs: wait for it to release a block rather than write
+    // and sync one here. Its failure fails this write (nothing appended),
+    // as an inline flush's would.
+    std::unique_lock<Mutex> lock(sealed_mu_);
+    if (flusher_running_) {
+      backpressure_waits_.Add();
+      const std::uint64_t failures = room_failures_;
+      while (flusher_running_ && room_failures_ == failures &&
+             !closed_.load(std::memory_order_acquire) &&
+             sealed_blocks_.load(std::memory_order_relaxed) >=
+                 options_.max_sealed_blocks) {
+        room_cv_.wait(lock);
+      }
+      if (room_failures_ != failures) return room_status_;
+      if (closed_.load(std::memory_order_acquire)) {
+        return FailedPreconditionError("store is closed");
+      }
+      if (sealed_blocks_.load(std::memory_order_relaxed) <
+          options_.max_sealed_blocks) {
+        return Status();
+      }
+      // The flusher returned (stopped or failed): make room inline.
+    }
+  }
   // The writer flushes the waiting blocks itself (a flush attempt of its
   // own, not the group's shortcut: the blocks must also be released). If
   // that fails (a full disk), the write fails with the disk's error before
   // it appends, and so does every later one until a flush succeeds: memory
   // stays bounded.
-  MutexLock flush_lock(&flush_mu_);
-  backpressure_flushes_.Add();
-  try {
-    return FlushLocked(nullptr, /*all_headers=*/false);
-  } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("out of memory flushing the store");
+  return FlushForRoom(/*backpressure=*/true);
+}
+
+Status LogStore::FlushForRoom(bool backpressure) {
+  Status s;
+  {
+    MutexLock flush_lock(&flush_mu_);
+    // Close flushed everything and later flushes are refused (a racing
+    // write's record is the host's to lose, as Close says).
+    if (closed_.load(std::memory_order_acquire)) {
+      return FailedPreconditionError("store is closed");
+    }
+    if (backpressure) {
+      backpressure_flushes_.Add();
+    } else {
+      flusher_flushes_.Add();
+    }
+    try {
+      s = FlushLocked(nullptr, /*all_headers=*/false);
+    } catch (const std::bad_alloc&) {
+      s = ResourceExhaustedError("out of memory flushing the store");
+    }
   }
+  if (!s.ok() && options_.host_flusher) {
+    {
+      MutexLock lock(&sealed_mu_);
+      ++room_failures_;
+      room_status_ = s;
+    }
+    room_cv_.notify_all();
+  }
+  return s;
+}
+
+void LogStore::WakeFlusher() {
+  // Taken and dropped so that a flusher between its check and its wait
+  // cannot miss the notification.
+  { MutexLock lock(&sealed_mu_); }
+  sealed_cv_.notify_all();
+}
+
+void LogStore::WakeWriters() {
+  { MutexLock lock(&sealed_mu_); }
+  room_cv_.notify_all();
+}
+
+Status LogStore::FlushSealed() {
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");
+  }
+  if (sealed_blocks_.load(std::memory_order_acquire) == 0) return Status();
+  return FlushForRoom(/*backpressure=*/false);
+}
+
+Status LogStore::RunFlusher(const std::stop_token& stop) {
+  if (!options_.host_flusher) {
+    return FailedPreconditionError(
+        "RunFlusher needs LogStoreOptions::host_flusher");
+  }
+  {
+    MutexLock lock(&sealed_mu_);
+    if (flusher_running_) {
+      return FailedPreconditionError("another RunFlusher call is running");
+    }
+    flusher_running_ = true;
+  }
+  Status s;
+  {
+    // Runs on the requesting thread (or here, if stop was already
+    // requested): wakes the wait below.
+    std::stop_callback on_stop(stop, [this] { WakeFlusher(); });
+    for (;;) {
+      {
+        std::unique_lock<Mutex> lock(sealed_mu_);
+        while (!stop.stop_requested() &&
+               !closed_.load(std::memory_order_acquire) &&
+               sealed_blocks_.load(std::memory_order_acquire) == 0) {
+          sealed_cv_.wait(lock);
+        }
+      }
+      if (stop.stop_requested() || closed_.load(std::memory_order_acquire)) {
+        break;
+      }
+      s = FlushForRoom(/*backpressure=*/false);
+      if (!s.ok()) {
+        // Closed meanwhile: Close flushed everything; not an error.
+        if (closed_.load(std::memory_order_acquire)) s = Status();
+        break;
+      }
+    }
+  }
+  {
+    MutexLock lock(&sealed_mu_);
+    flusher_running_ = false;
+  }
+  // Writers waiting for room make it themselves from now on.
+  room_cv_.notify_all();
+  return s;
 }
 
 Status LogStore::Set(std::uint32_t db, std::string_view key,
@@ -1000,6 +1118,13 @@ void LogStore::VisitMetrics(MetricVisitor& visitor,
                  "Flushes a writer ran because max_sealed_blocks full blocks "
                  "were waiting.",
                  backpressure_flushes_.Value());
+  v.CounterValue("cairn_logstore_backpressure_waits_total",
+                 "Writes that waited for the flusher because "
+                 "max_sealed_blocks full blocks were waiting.",
+                 backpressure_waits_.Value());
+  v.CounterValue("cairn_logstore_flusher_flushes_total",
+                 "Flushes run by FlushSealed and RunFlusher.",
+                 flusher_flushes_.Value());
   v.CounterValue("cairn_logstore_syncs_total", "fdatasync calls on the log.",
                  syncs_.Value());
   v.CounterValue("cairn_logstore_written_bytes_total",
@@ -1419,21 +1544,31 @@ void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
 }
 
 void LogStore::ReleaseFlushedBlocks() {
-  MutexLock log_lock(&log_mu_);
-  // A full block goes once its bytes and its final header are durable.
-  while (blocks_.size() > 1 &&
-         blocks_.front()->buffer->flushed == blocks_.front()->buffer->used() &&
-         blocks_.front()->buffer->header_used ==
-             blocks_.front()->buffer->used()) {
-    if (spare_buffers_.size() < 2) {
-      try {
-        spare_buffers_.push_back(std::move(blocks_.front()->buffer));
-      } catch (const std::bad_alloc&) {
+  bool released = false;
+  {
+    MutexLock log_lock(&log_mu_);
+    // A full block goes once its bytes and its final header are durable.
+    while (blocks_.size() > 1 &&
+           blocks_.front()->buffer->flushed ==
+               blocks_.front()->buffer->used() &&
+           blocks_.front()->buffer->header_used ==
+               blocks_.front()->buffer->used()) {
+      // Kept for the next blocks, so that their pages are not faulted in
+      // again under the writers: two, or as many as may wait for a
+      // flusher.
+      if (spare_buffers_.size() <
+          (options_.host_flusher ? options_.max_sealed_blocks + 1 : 2)) {
+        try {
+          spare_buffers_.push_back(std::move(blocks_.front()->buffer));
+        } catch (const std::bad_alloc&) {
+        }
       }
+      blocks_.pop_front();
+      sealed_blocks_.fetch_sub(1, std::memory_order_relaxed);
+      released = true;
     }
-    blocks_.pop_front();
-    sealed_blocks_.fetch_sub(1, std::memory_order_relaxed);
   }
+  if (released && options_.host_flusher) WakeWriters();
 }
 
 Status LogStore::FlushAllIo(std::vector<FlushedBatch>* batches,
@@ -1609,13 +1744,20 @@ Status LogStore::Close() {
   MutexLock compact_lock(&compact_mu_);  // a running Compact finishes first
   MutexLock flush_lock(&flush_mu_);
   if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
+  Status s;
   try {
-    return options_.checkpoint_on_close
-               ? CheckpointLocked()
-               : FlushLocked(nullptr, /*all_headers=*/true);
+    s = options_.checkpoint_on_close
+            ? CheckpointLocked()
+            : FlushLocked(nullptr, /*all_headers=*/true);
   } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("out of memory closing the store");
+    s = ResourceExhaustedError("out of memory closing the store");
   }
+  if (options_.host_flusher) {
+    // The flusher returns; writes waiting for room fail.
+    WakeFlusher();
+    WakeWriters();
+  }
+  return s;
 }
 
 Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {

@@ -6,6 +6,9 @@
 // number of operations made durable (8 bytes) to file descriptor `ack_fd`.
 // The parent kills it with SIGKILL at a random moment.
 //   flush_crash_child <dir> <seed> <ack_fd> <receipts|watermark> <sync 0|1>
+//                     <flusher 0|1>
+// With flusher 1 the store runs with host_flusher and a thread calls
+// RunFlusher, so sealed blocks are written beside the operations.
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -18,6 +21,7 @@
 #include <string>
 
 #include <chrono>
+#include <stop_token>
 #include <thread>
 
 #include "cairn/flush/log_store.h"
@@ -26,8 +30,9 @@
 int main(int argc, char** argv) {
   // Dies with the test that started it, whatever happens to that test.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s dir seed ack_fd mode sync\n", argv[0]);
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s dir seed ack_fd mode sync flusher\n",
+                 argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
@@ -43,6 +48,8 @@ int main(int argc, char** argv) {
   options.mode = std::string(argv[4]) == "watermark"
                      ? cairn::FlushMode::kWatermark
                      : cairn::FlushMode::kReceipts;
+  const bool flusher = std::string(argv[6]) == "1";
+  options.host_flusher = flusher;
   auto store = cairn::LogStore::Open(dir, options);
   if (!store.ok()) {
     std::fprintf(stderr, "child: open: %s\n",
@@ -68,6 +75,15 @@ int main(int argc, char** argv) {
     }
   });
   compactor.detach();
+  if (flusher) {
+    std::thread flusher_thread([compacted] {
+      const cairn::Status s = compacted->RunFlusher(std::stop_token());
+      std::fprintf(stderr, "child: flusher: %s\n",
+                   std::string(s.message()).c_str());
+      std::_Exit(7);  // it never stops: the parent kills the child
+    });
+    flusher_thread.detach();
+  }
   cairn::testing::CrashOpStream ops(seed);
   for (std::uint64_t i = 0;; ++i) {
     const cairn::testing::CrashOp op = ops.Next();

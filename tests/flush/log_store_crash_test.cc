@@ -130,6 +130,7 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
   State state;
   int torn = 0;
   int reused = 0;
+  int flusher_rounds = 0;
   std::uint64_t acked_total = 0;
   for (int round = 0; round < rounds; ++round) {
     const std::uint64_t seed = base_seed + static_cast<std::uint64_t>(round);
@@ -141,9 +142,12 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
     const std::string fd_arg = std::to_string(fds[1]);
     const char* mode = round % 3 == 2 ? "watermark" : "receipts";
     const char* sync = round % 2 == 0 ? "1" : "0";
-    testing::ChildProcess child(CAIRN_FLUSH_CRASH_CHILD,
-                                {store_dir, seed_arg, fd_arg, mode, sync},
-                                fds[0]);
+    // A flusher thread in the child every other pair of rounds.
+    const char* flusher = round % 4 >= 2 ? "1" : "0";
+    flusher_rounds += round % 4 >= 2;
+    testing::ChildProcess child(
+        CAIRN_FLUSH_CRASH_CHILD,
+        {store_dir, seed_arg, fd_arg, mode, sync, flusher}, fds[0]);
     ASSERT_TRUE(child.started());
     ::close(fds[1]);
     // Let it run a random while (often mid-flush), then kill it. Most
@@ -188,9 +192,10 @@ TEST(LogStoreCrashTest, X10AcknowledgedRecordsSurviveSigkill) {
     state = recovered;
   }
   std::printf(
-      "crash test: %d rounds, %d with a torn tail, %d with reused block "
-      "slots, %llu operations acknowledged\n",
-      rounds, torn, reused, static_cast<unsigned long long>(acked_total));
+      "crash test: %d rounds (%d with a flusher thread), %d with a torn "
+      "tail, %d with reused block slots, %llu operations acknowledged\n",
+      rounds, flusher_rounds, torn, reused,
+      static_cast<unsigned long long>(acked_total));
   // A child that acknowledged this much filled blocks enough for its
   // compaction to free some (10 of 11 rounds reuse slots in a release
   // build); a TSan child, about 50 times slower, may not get that far.

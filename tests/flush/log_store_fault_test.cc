@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
@@ -81,7 +82,12 @@ struct History {
   }
 };
 
-LogStoreOptions Options(Env* env, bool checkpoint_on_close) {
+// `flusher`: the store runs with host_flusher and the workload calls
+// FlushSealed after every other step, as a host's flusher would (on the
+// workload's thread, so that each case is deterministic; a flusher thread
+// runs in ConcurrentSetDurableThenPowerCut and in the crash test).
+LogStoreOptions Options(Env* env, bool checkpoint_on_close,
+                        bool flusher = false) {
   LogStoreOptions options;
   options.env = env;
   options.partitions = 2;
@@ -89,7 +95,8 @@ LogStoreOptions Options(Env* env, bool checkpoint_on_close) {
   options.block_bytes = kLogMinBlockBytes;
   options.max_key_bytes = 16;
   options.max_value_bytes = 1500;
-  options.max_sealed_blocks = 2;
+  options.max_sealed_blocks = flusher ? 3 : 2;
+  options.host_flusher = flusher;
   options.checkpoint_on_close = checkpoint_on_close;
   return options;
 }
@@ -137,10 +144,11 @@ std::string CheckPrefix(const History& history, const State& got) {
 
 // Opens the store and checks what it recovered against `history`, which
 // then restarts from it. Empty on success, else the failure.
-std::string Reopen(Env* env, bool checkpoint_on_close, History* history,
-                   std::unique_ptr<LogStore>* store) {
+std::string Reopen(Env* env, bool checkpoint_on_close, bool flusher,
+                   History* history, std::unique_ptr<LogStore>* store) {
   store->reset();
-  auto opened = LogStore::Open(kStore, Options(env, checkpoint_on_close));
+  auto opened =
+      LogStore::Open(kStore, Options(env, checkpoint_on_close, flusher));
   if (!opened.ok()) {
     return "Open failed: " + std::string(opened.status().message());
   }
@@ -172,15 +180,19 @@ struct WorkloadRun {
   std::uint64_t slots_reused = 0;  // at the end of a healthy run
 };
 
-void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run) {
+void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run,
+                 bool flusher) {
   std::mt19937_64 rng(seed);
   const bool checkpoint_on_close = seed % 2 == 0;
-  auto opened = LogStore::Open(kStore, Options(env, checkpoint_on_close));
+  auto opened =
+      LogStore::Open(kStore, Options(env, checkpoint_on_close, flusher));
   if (!opened.ok()) return;  // nothing was accepted
   run->store = std::move(opened).value();
   History& history = run->history;
   for (int step = 0; step < 160; ++step) {
     LogStore& store = *run->store;
+    // Its error fails the writes that need room, as they will see.
+    if (flusher && step % 2 == 1) (void)store.FlushSealed();
     const int dice = static_cast<int>(rng() % 100);
     const auto db = static_cast<std::uint32_t>(rng() % kDatabases);
     const std::string key = Key(static_cast<int>(rng() % kKeys));
@@ -228,7 +240,7 @@ void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run) {
       if (store.Close().ok()) history.Acknowledge();
       const std::size_t acknowledged = history.durable;
       std::string wrong =
-          Reopen(env, checkpoint_on_close, &history, &run->store);
+          Reopen(env, checkpoint_on_close, flusher, &history, &run->store);
       if (run->store == nullptr) {
         if (run->failure.empty() && !wrong.starts_with("Open failed")) {
           run->failure = wrong;
@@ -251,8 +263,8 @@ enum class Ending : std::uint8_t { kKill, kPowerCut };
 
 // After the workload: the process dies (or the power is cut), the disk
 // reboots healthy, and the store must open and pass the prefix check.
-std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending,
-                   CutMode mode) {
+std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending, CutMode mode,
+                   bool flusher) {
   if (ending == Ending::kKill) {
     env->Kill();
   } else if (!env->dead()) {
@@ -262,7 +274,7 @@ std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending,
   env->Reboot();
   run->acknowledged_checked += run->history.durable;
   std::unique_ptr<LogStore> store;
-  std::string wrong = Reopen(env, true, &run->history, &store);
+  std::string wrong = Reopen(env, true, flusher, &run->history, &store);
   if (!run->failure.empty()) return run->failure;
   return wrong;
 }
@@ -280,10 +292,10 @@ struct Counts {
   std::uint64_t calls, writes, syncs;
 };
 
-Counts CountHealthyRun() {
+Counts CountHealthyRun(bool flusher) {
   FaultEnv env;
   WorkloadRun run;
-  RunWorkload(&env, kSeed, &run);
+  RunWorkload(&env, kSeed, &run, flusher);
   Counts counts{env.calls(), env.writes(), env.syncs()};
   EXPECT_EQ(run.failure, "");
   // The sweeps cover compaction: blocks freed and their slots reused.
@@ -294,21 +306,23 @@ Counts CountHealthyRun() {
       "slots reused\n",
       static_cast<unsigned long long>(run.blocks_freed),
       static_cast<unsigned long long>(run.slots_reused));
-  EXPECT_EQ(Finish(&env, &run, Ending::kKill, CutMode::kDropUnsynced), "");
+  EXPECT_EQ(Finish(&env, &run, Ending::kKill, CutMode::kDropUnsynced, flusher),
+            "");
   return counts;
 }
 
-TEST(LogStoreFaultTest, EveryCallFailedInTurn) {
-  const Counts counts = CountHealthyRun();
-  SweepTally tally("LogStore", "every call failed");
+void SweepEveryCallFailed(bool flusher) {
+  const Counts counts = CountHealthyRun(flusher);
+  SweepTally tally("LogStore", std::string("every call failed") +
+                                   (flusher ? " (flusher)" : ""));
   for (std::uint64_t i = 1; i <= counts.calls; i += kStride) {
     for (Ending ending : {Ending::kKill, Ending::kPowerCut}) {
       FaultEnv env(i);
       env.FailCall(i, kErrors[i % 3]);
       WorkloadRun run;
-      RunWorkload(&env, kSeed, &run);
+      RunWorkload(&env, kSeed, &run, flusher);
       const std::string failure =
-          Finish(&env, &run, ending, CutMode::kDropUnsynced);
+          Finish(&env, &run, ending, CutMode::kDropUnsynced, flusher);
 
       tally.Add("call " + std::to_string(i) +
                     (ending == Ending::kKill ? " then kill" : " then cut"),
@@ -320,17 +334,18 @@ TEST(LogStoreFaultTest, EveryCallFailedInTurn) {
   tally.Report();
 }
 
-TEST(LogStoreFaultTest, EveryWriteTornInTurn) {
-  const Counts counts = CountHealthyRun();
-  SweepTally tally("LogStore", "every write torn");
+void SweepEveryWriteTorn(bool flusher) {
+  const Counts counts = CountHealthyRun(flusher);
+  SweepTally tally("LogStore", std::string("every write torn") +
+                                   (flusher ? " (flusher)" : ""));
   for (std::uint64_t i = 1; i <= counts.writes; i += kStride) {
     FaultEnv env(i);
     std::mt19937_64 rng(i);
     env.TearWrite(i, rng() % 6000);
     WorkloadRun run;
-    RunWorkload(&env, kSeed, &run);
+    RunWorkload(&env, kSeed, &run, flusher);
     const std::string failure =
-        Finish(&env, &run, Ending::kPowerCut, kModes[i % 3]);
+        Finish(&env, &run, Ending::kPowerCut, kModes[i % 3], flusher);
 
     tally.Add("write " + std::to_string(i), run.acknowledged_checked, failure);
   }
@@ -339,16 +354,18 @@ TEST(LogStoreFaultTest, EveryWriteTornInTurn) {
   tally.Report();
 }
 
-TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
-  const Counts counts = CountHealthyRun();
-  SweepTally tally("LogStore", "power cut");
+void SweepPowerCuts(bool flusher) {
+  const Counts counts = CountHealthyRun(flusher);
+  SweepTally tally("LogStore",
+                   std::string("power cut") + (flusher ? " (flusher)" : ""));
   for (std::uint64_t i = 1; i <= counts.syncs; i += kStride) {
     for (CutMode mode : kModes) {
       FaultEnv env(i);
       env.CutAfterSync(i, mode);
       WorkloadRun run;
-      RunWorkload(&env, kSeed, &run);
-      const std::string failure = Finish(&env, &run, Ending::kPowerCut, mode);
+      RunWorkload(&env, kSeed, &run, flusher);
+      const std::string failure =
+          Finish(&env, &run, Ending::kPowerCut, mode, flusher);
 
       tally.Add("cut after sync " + std::to_string(i) + " (" +
                     testing::CutModeName(mode) + ")",
@@ -364,8 +381,9 @@ TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
     FaultEnv env(c);
     env.CutAtCall(at, mode);
     WorkloadRun run;
-    RunWorkload(&env, kSeed, &run);
-    const std::string failure = Finish(&env, &run, Ending::kPowerCut, mode);
+    RunWorkload(&env, kSeed, &run, flusher);
+    const std::string failure =
+        Finish(&env, &run, Ending::kPowerCut, mode, flusher);
 
     tally.Add("cut at call " + std::to_string(at) + " (" +
                   testing::CutModeName(mode) + ")",
@@ -380,14 +398,15 @@ TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
 // (the retry's writes among them), with unsynced bytes turned to garbage:
 // the retry must not put the last durable header at risk (it rewrites the
 // header slot the failed attempt used, never the other one).
-TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
+void SweepFailedSyncThenCut(bool flusher) {
   FaultEnv healthy;
   {
     WorkloadRun run;
-    RunWorkload(&healthy, kSeed, &run);
+    RunWorkload(&healthy, kSeed, &run, flusher);
   }
   const std::vector<EnvCall> journal = healthy.journal();
-  SweepTally tally("LogStore", "failed sync, then cut");
+  SweepTally tally("LogStore", std::string("failed sync, then cut") +
+                                   (flusher ? " (flusher)" : ""));
   constexpr std::uint64_t kWindow = 12;
   std::uint64_t syncs = 0;
   for (std::uint64_t at = 1; at <= journal.size(); ++at) {
@@ -397,9 +416,9 @@ TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
       env.FailCall(at, EIO);
       env.CutAtCall(at + later, CutMode::kGarbageUnsynced);
       WorkloadRun run;
-      RunWorkload(&env, kSeed, &run);
-      const std::string failure =
-          Finish(&env, &run, Ending::kPowerCut, CutMode::kGarbageUnsynced);
+      RunWorkload(&env, kSeed, &run, flusher);
+      const std::string failure = Finish(&env, &run, Ending::kPowerCut,
+                                         CutMode::kGarbageUnsynced, flusher);
 
       tally.Add("sync at call " + std::to_string(at) + " failed, cut " +
                     std::to_string(later) + " calls later",
@@ -409,11 +428,34 @@ TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
   tally.Report();
 }
 
+TEST(LogStoreFaultTest, EveryCallFailedInTurn) { SweepEveryCallFailed(false); }
+TEST(LogStoreFaultTest, EveryCallFailedInTurnWithFlusher) {
+  SweepEveryCallFailed(true);
+}
+TEST(LogStoreFaultTest, EveryWriteTornInTurn) { SweepEveryWriteTorn(false); }
+TEST(LogStoreFaultTest, EveryWriteTornInTurnWithFlusher) {
+  SweepEveryWriteTorn(true);
+}
+TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
+  SweepPowerCuts(false);
+}
+TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCallsWithFlusher) {
+  SweepPowerCuts(true);
+}
+TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
+  SweepFailedSyncThenCut(false);
+}
+TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCallWithFlusher) {
+  SweepFailedSyncThenCut(true);
+}
+
 // Concurrent durable writers, then a power cut: four threads call
 // SetDurable on keys of their own with increasing values (group commit
 // shares their syncs) until the power is cut at a random call, in each of
-// the three modes. After reboot every key holds its last acknowledged value
-// or a later one that thread wrote, never an older one or a missing key.
+// the three modes; every other round a flusher thread (RunFlusher) flushes
+// the sealed blocks beside them. After reboot every key holds its last
+// acknowledged value or a later one that thread wrote, never an older one
+// or a missing key.
 TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
   constexpr int kThreads = 4;
   constexpr int kKeysPerThread = 5;
@@ -429,10 +471,18 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
     // k, -1 if none.
     std::vector<std::vector<int>> acked(kThreads,
                                         std::vector<int>(kKeysPerThread, -1));
+    const bool with_flusher = round % 2 == 1;
     {
-      auto opened = LogStore::Open(kStore, Options(&env, true));
+      auto opened = LogStore::Open(kStore, Options(&env, true, with_flusher));
       ASSERT_TRUE(opened.ok()) << opened.status().message();
       std::unique_ptr<LogStore> store = std::move(opened).value();
+      // Returns the cut's error, or OK once stopped; joined before the
+      // store goes.
+      std::jthread flusher;
+      if (with_flusher) {
+        flusher = std::jthread(
+            [&store](std::stop_token stop) { (void)store->RunFlusher(stop); });
+      }
       env.CutAtCall(20 + rng() % 300, mode);
       std::vector<std::thread> threads;
       for (int t = 0; t < kThreads; ++t) {
@@ -455,6 +505,10 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
       }
       for (auto& th : threads) th.join();
       if (!env.dead()) env.PowerCut(mode);
+      if (flusher.joinable()) {
+        flusher.request_stop();
+        flusher.join();
+      }
       store.reset();
     }
     env.Reboot();

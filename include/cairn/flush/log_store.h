@@ -19,6 +19,9 @@
 //                         the receipt pass (receipt_pass.h), sliced under
 //                         each partition's lock; or, in watermark mode,
 //                         only advances the durable watermark.
+//   FlushSealed /         flush the full blocks waiting, on the host's
+//   RunFlusher            flusher thread (options.host_flusher), so that
+//                         no write pays for a block's write and sync.
 //   Get                   serves a durable record from the file (pread,
 //                         checksum verified) and an unflushed one from the
 //                         in-memory block.
@@ -55,7 +58,9 @@
 // per copied record. Lock order: compact mutex, flush mutex,
 // partitions in ascending order, log mutex; the group mutex is a leaf
 // (docs/concurrency.md). Set, Del and FlushDb may block
-// in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure).
+// in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure),
+// or, with `host_flusher` and a RunFlusher running, wait for the flusher
+// (the sealed mutex, a leaf, guards that handoff).
 // Every method may block on I/O or locks; none may be called from a
 // callback of another.
 
@@ -70,6 +75,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,11 +110,25 @@ struct LogStoreOptions {
   bool sync = true;
   FlushMode mode = FlushMode::kReceipts;
   ReceiptPassOptions pass;
-  // Full blocks waiting for a flush before a writer flushes them itself.
-  // If that flush fails, the write fails with its error and appends
-  // nothing, so memory holds at most this many full blocks plus one per
-  // concurrent writer.
+  // Full (sealed) blocks that may wait for a flush. A write that finds
+  // this many waiting makes room first (back-pressure): without a flusher
+  // it flushes them itself; with one it waits for it (host_flusher). If
+  // that flush fails, the write fails with its error and appends nothing,
+  // so memory holds at most this many full blocks plus one per concurrent
+  // writer.
   std::size_t max_sealed_blocks = 4;
+  // Whether the host runs a flusher: LogStore::RunFlusher on a thread of
+  // its own (cairn starts none). false (the default): a write that finds
+  // max_sealed_blocks full blocks waiting flushes them inline, and
+  // RunFlusher is refused. true: sealing a block wakes the flusher, which
+  // writes and syncs it while writes go on into the next block; a write
+  // waits only when max_sealed_blocks full blocks wait, until the flusher
+  // (or any flush) releases one, and is counted in
+  // cairn_logstore_backpressure_waits_total. While no RunFlusher call runs
+  // (before the host starts it, after it returned), writes make room
+  // inline as with false: nothing ever waits for a flusher that does not
+  // run.
+  bool host_flusher = false;
   bool checkpoint_on_close = true;
   // The file layer the log and the checkpoint go through; null means
   // Env::Default(). Not owned: it must outlive the store.
@@ -254,8 +274,35 @@ class LogStore {
   // Flush and, if options.checkpoint_on_close, Checkpoint; later calls
   // except Get return kFailedPrecondition. The host stops its writers
   // first: a Set that races with Close may return OK after the last flush
-  // and so never become durable. A second Close returns OK.
+  // and so never become durable. A second Close returns OK. A running
+  // RunFlusher returns OK once Close has flushed, and writes waiting for
+  // room return kFailedPrecondition. The host joins its flusher thread
+  // before it destroys the store.
   Status Close();
+
+  // The flusher (docs/flush.md, "Flusher"). FlushSealed flushes the full
+  // blocks waiting, if any, and returns: one flush attempt (every block's
+  // new records, the open one's included, one sync for them, the full
+  // blocks' final headers with one more, then the receipt pass), after
+  // which those blocks are released and waiting writers go on. No I/O if no
+  // full block waits. kFailedPrecondition after Close; the flush's error
+  // (kInternal, kResourceExhausted), which writes waiting for room also
+  // return. Locks as Flush's leader (the flush mutex and what Flush
+  // locks).
+  Status FlushSealed();
+  // The host's flusher thread: loops waiting for a sealed block (or stop,
+  // or Close) and flushing it as FlushSealed does. Returns OK once `stop`
+  // is requested or the store is closed, or the first flush error (the
+  // flusher stops; writes waiting for room get the same error, and later
+  // writes make room inline until the host runs a flusher again).
+  // kFailedPrecondition without options.host_flusher, or while another
+  // RunFlusher call runs. The host owns the thread: e.g.
+  //   std::jthread flusher([&](std::stop_token st) { s = store->RunFlusher(st);
+  //   });
+  // Shutdown: stop the writers, Close (RunFlusher then returns OK), join
+  // the thread, destroy the store; or request_stop and join, then Close.
+  Status RunFlusher(const std::stop_token& stop) CAIRN_EXCLUDES(sealed_mu_)
+      CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // std::unique_lock for the condvar
 
   // What every flush since Open did, summed (explicit, back-pressure,
   // checkpoint and close flushes). Waits for a flush in progress.
@@ -377,9 +424,19 @@ class LogStore {
   bool DurableByWatermark(const RecordLocation& loc) const noexcept;
   Status ReadFromFile(const RecordLocation& loc, std::string_view key,
                       std::string* value) const;
-  // Back-pressure: flushes when max_sealed_blocks full blocks wait; the
-  // flush's error if it fails.
-  Status MakeRoom();
+  // Back-pressure: when max_sealed_blocks full blocks wait, waits for the
+  // flusher if one runs (host_flusher), else flushes; the flush's error if
+  // it fails.
+  Status MakeRoom() CAIRN_EXCLUDES(sealed_mu_)
+      CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // std::unique_lock for the condvar
+  // One flush attempt that releases the full blocks waiting (FlushSealed,
+  // RunFlusher, inline back-pressure); a failure is recorded for the
+  // writers waiting for room. kFailedPrecondition after Close.
+  Status FlushForRoom(bool backpressure) CAIRN_EXCLUDES(sealed_mu_, flush_mu_);
+  // Wakes the flusher (a block was sealed, or the store closed), and the
+  // writers waiting for room (blocks were released).
+  void WakeFlusher() CAIRN_EXCLUDES(sealed_mu_);
+  void WakeWriters() CAIRN_EXCLUDES(sealed_mu_);
 
   // Flush steps, under flush_mu_. FlushIo writes every block's new records
   // and its header hint, then one sync; it wakes the group with the result.
@@ -495,6 +552,16 @@ class LogStore {
   // of that block ending at or below boundary.
   std::atomic<std::uint64_t> watermark_{0};
   std::atomic<std::size_t> sealed_blocks_{0};
+  // The flusher handoff (a leaf like group_mu_, never held with it): the
+  // flusher waits on sealed_cv_ for a sealed block, stop or Close; writes
+  // waiting for room wait on room_cv_ until blocks are released, a flush
+  // for room fails, the flusher returns or the store closes.
+  Mutex sealed_mu_;
+  std::condition_variable_any sealed_cv_;
+  std::condition_variable_any room_cv_;
+  bool flusher_running_ CAIRN_GUARDED_BY(sealed_mu_) = false;
+  std::uint64_t room_failures_ CAIRN_GUARDED_BY(sealed_mu_) = 0;
+  Status room_status_ CAIRN_GUARDED_BY(sealed_mu_);
   std::atomic<bool> closed_{true};  // false once Open recovered
 
   // Metrics (VisitMetrics). Operations on per-thread stripes; the rest are
@@ -505,6 +572,8 @@ class LogStore {
   Counter flushes_;  // FlushLocked and checkpoint flushes
   Counter flush_failures_;
   Counter backpressure_flushes_;
+  Counter backpressure_waits_;
+  Counter flusher_flushes_;  // FlushSealed and RunFlusher flushes
   Counter syncs_;
   Counter bytes_written_;
   Counter checkpoints_;
