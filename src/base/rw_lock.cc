@@ -28,8 +28,10 @@
 CAIRN_NAMESPACE_BEGIN
 namespace base_internal {
 
-ReaderSlot g_reader_slots[kReaderSlots];
-std::atomic<std::uint64_t> g_bias_resume_at[kReaderSlots];
+// Each region starts a cache line (kRegionSlots * 8 bytes is a multiple of
+// 64), so two threads of different regions share no line.
+alignas(64) ReaderSlot g_reader_slots[kReaderSlots];
+alignas(64) std::atomic<std::uint64_t> g_bias_resume_at[kBiasBuckets];
 std::atomic<std::uint64_t> g_bias_clock_for_testing{0};
 
 std::uint32_t AssignReaderIndex() noexcept {
@@ -105,9 +107,9 @@ void WaitWhileSlotNames(ReaderSlot& slot, const void* lock) {
 }  // namespace
 
 bool RwLockCore::RevokeBias(std::uint64_t start, bool wait) noexcept {
-  const std::size_t base = ReaderWindowBase(this);
-  for (std::size_t i = 0; i < kReaderWindow; ++i) {
-    ReaderSlot& slot = g_reader_slots[(base + i) & (kReaderSlots - 1)];
+  const std::size_t in_region = RegionSlot(this);
+  for (std::size_t r = 0; r < kReaderRegions; ++r) {
+    ReaderSlot& slot = g_reader_slots[r * kRegionSlots + in_region];
     // seq_cst: the load half of the writer's store-load pair (the store is
     // the seq_cst RMW that cleared the bias); acquire against the reader's
     // releasing clear of its slot.
@@ -117,7 +119,7 @@ bool RwLockCore::RevokeBias(std::uint64_t start, bool wait) noexcept {
   }
   const std::uint64_t end = BiasClock();
   const std::uint64_t cost = end > start ? end - start : 0;
-  g_bias_resume_at[base].store(
+  g_bias_resume_at[BiasBucket(this)].store(
       end + std::max(cost * kBiasBackoff, kMinBiasBackoff),
       std::memory_order_relaxed);
   return true;

@@ -255,7 +255,7 @@ TEST(RwLockTest, WaitingWritersWakeInTurnThenParkedReaders) {
 
 // Replaces the bias clock for one test. Each test starts later than any
 // back-off an earlier one (or the real clock) can have stored, because two
-// tests' locks may share a window base (they live at reused stack
+// tests' locks may share a back-off bucket (they live at reused stack
 // addresses).
 class RwLockBiasTest : public ::testing::Test {
  protected:
@@ -271,13 +271,17 @@ class RwLockBiasTest : public ::testing::Test {
   static void SetClock(std::uint64_t t) {
     base_internal::g_bias_clock_for_testing.store(t, std::memory_order_relaxed);
   }
-  // One token read through the word, which sets the bias (the clock is past
-  // any back-off), released at once.
+  // Token reads through the word until one sets the bias (one in
+  // kBiasSample may; the clock is past any back-off), each released at once.
   static void Bias(Core& core) {
-    ReaderToken token;
-    core.LockShared(&token);
-    ASSERT_FALSE(token.biased());
-    core.UnlockShared(token);
+    for (std::uint32_t i = 0; i < base_internal::kBiasSample; ++i) {
+      ReaderToken token;
+      core.LockShared(&token);
+      ASSERT_FALSE(token.biased());
+      const bool set = (core.RawWord() & Core::kReaderBias) != 0;
+      core.UnlockShared(token);
+      if (set) break;
+    }
     ASSERT_EQ(core.RawWord(), Core::kReaderBias);
   }
   std::uint64_t now_ = 0;
@@ -287,11 +291,17 @@ class RwLockBiasTest : public ::testing::Test {
 // and leave the word alone; a plain reader still counts in the word.
 TEST_F(RwLockBiasTest, BiasedReadersHoldSlotsNotTheWord) {
   Core core;
-  ReaderToken first;
-  core.LockShared(&first);  // through the word; sets the bias
-  EXPECT_FALSE(first.biased());
-  EXPECT_EQ(core.RawWord(), Core::kReaderBias | 1);
-  core.UnlockShared(first);
+  // Unbiased, token reads count in the word until one sets the bias.
+  std::uint32_t reads = 0;
+  for (std::uint32_t w = 0; (w & Core::kReaderBias) == 0; ++reads) {
+    ASSERT_LT(reads, base_internal::kBiasSample);
+    ReaderToken token;
+    core.LockShared(&token);
+    EXPECT_FALSE(token.biased());
+    w = core.RawWord();
+    EXPECT_EQ(w & Core::kReaderMask, 1u);
+    core.UnlockShared(token);
+  }
   EXPECT_EQ(core.RawWord(), Core::kReaderBias);
 
   ReaderToken mine;
@@ -338,7 +348,13 @@ TEST_F(RwLockBiasTest, WriterRevokesAndWaitsForBiasedReaders) {
     writer_in.store(true, std::memory_order_relaxed);
     core.Unlock();
   });
-  WaitUntil([&] { return core.RawWord() == Core::kWriter; });
+  // The writer has taken the word and cleared the bias (or, if it did not
+  // wait for the slot, already been through).
+  WaitUntil([&] {
+    return core.RawWord() == Core::kWriter ||
+           writer_in.load(std::memory_order_relaxed);
+  });
+  EXPECT_FALSE(writer_in.load(std::memory_order_relaxed));
   ReaderToken late;
   EXPECT_FALSE(core.TryLockShared(&late));
   EXPECT_FALSE(core.TryEnterBiased(&late));
@@ -364,18 +380,19 @@ TEST_F(RwLockBiasTest, BiasResumesOnlyAfterTheBackoff) {
   EXPECT_EQ(resume, now_ + Core::kMinBiasBackoff);
   for (const std::uint64_t t : {now_, resume - 1}) {
     SetClock(t);
-    ReaderToken token;
-    core.LockShared(&token);
-    EXPECT_FALSE(token.biased());
-    EXPECT_EQ(core.RawWord(), 1u);
-    core.UnlockShared(token);
-    EXPECT_EQ(core.RawWord(), 0u);
+    // More reads than the sample: any of them would have set the bias.
+    for (std::uint32_t i = 0; i < 2 * base_internal::kBiasSample; ++i) {
+      ReaderToken token;
+      core.LockShared(&token);
+      EXPECT_FALSE(token.biased());
+      EXPECT_EQ(core.RawWord(), 1u);
+      core.UnlockShared(token);
+      EXPECT_EQ(core.RawWord(), 0u);
+    }
   }
   SetClock(resume);
+  Bias(core);
   ReaderToken token;
-  core.LockShared(&token);
-  EXPECT_EQ(core.RawWord(), Core::kReaderBias | 1);
-  core.UnlockShared(token);
   core.LockShared(&token);
   EXPECT_TRUE(token.biased());
   core.UnlockShared(token);
@@ -470,8 +487,9 @@ TEST_F(RwLockBiasTest, TokenReleasedOnAnotherThread) {
   ReaderToken token;
   base_internal::ReaderSlot* acquired_slot = nullptr;
   // Acquire on a thread whose slot for this lock is not this thread's (two
-  // threads share a slot when their reader indexes agree modulo the window).
-  for (int i = 0; i < static_cast<int>(base_internal::kReaderWindow); ++i) {
+  // threads share a region when their reader indexes agree modulo
+  // kReaderRegions).
+  for (int i = 0; i < static_cast<int>(base_internal::kReaderRegions); ++i) {
     std::thread([&] {
       core.LockShared(&token);
       acquired_slot = &core.SlotForTesting();
@@ -492,9 +510,12 @@ TEST_F(RwLockBiasTest, TokenReleasedOnAnotherThread) {
 // its own slot.
 TEST_F(RwLockBiasTest, ReaderLockGuardUsesTheBias) {
   RwLock mu;
-  { ReaderLock first(&mu); }  // sets the bias
-  base_internal::ReaderSlot& slot =
-      reinterpret_cast<Core&>(mu).SlotForTesting();
+  Core& core = reinterpret_cast<Core&>(mu);  // the RwLock's only member
+  for (std::uint32_t i = 0; i < base_internal::kBiasSample; ++i) {
+    ReaderLock reader(&mu);  // through the word until one sets the bias
+  }
+  ASSERT_EQ(core.RawWord(), Core::kReaderBias);
+  base_internal::ReaderSlot& slot = core.SlotForTesting();
   {
     ReaderLock reader(&mu);
     EXPECT_EQ(slot.lock.load(), static_cast<const void*>(&mu));

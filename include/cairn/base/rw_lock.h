@@ -20,18 +20,19 @@
 // Reader bias. A shared acquisition that passes a ReaderToken
 // (LockShared(&token), TryLockShared(&token), and the ReaderLock guard) may
 // leave the word alone: while the word's kReaderBias bit is set, the reader
-// claims a slot of a process-wide table of visible readers (chosen from the
-// lock's address and the thread, one cache line per slot), re-checks the
-// bit, and records the slot in its token; its release clears that slot. So
-// readers of a hot object on different cores write different lines instead
-// of bouncing the object's. A writer clears the bit with its acquisition
-// and waits until no slot of the lock's window names the lock (revocation);
-// the bit is set again by a later shared acquisition through the word, but
+// claims a slot of a process-wide table of visible readers (in its thread's
+// region, at the lock's hash), re-checks the bit, and records the slot in
+// its token; its release clears that slot. So readers of a hot object on
+// different cores write their own lines instead of bouncing the object's.
+// A writer clears the bit with its acquisition and waits until no region's
+// slot for the lock names it (revocation); the bit is set again by a later
+// shared acquisition through the word (one in kBiasSample of them), but
 // only once a back-off proportional to what the revocation cost has passed,
 // so a lock that is written often stays on the plain word. The token holds
 // the slot, so a token may be released from another thread than the one
-// that acquired. The token-less LockShared/TryLockShared/UnlockShared always
-// count in the word. The table is shared: the lock is still one word.
+// that acquired. The token-less LockShared/TryLockShared/UnlockShared
+// always count in the word. The table is shared: the lock is still one
+// word.
 //
 // The memory-ordering argument (acquire on every successful acquisition,
 // release on every release, the futex protocol that loses no wakeup, the
@@ -78,45 +79,56 @@ namespace base_internal {
 class RwLockCore;
 
 // The visible-readers table (src/base/rw_lock.cc). A slot holds the address
-// of the lock a biased reader holds, or null. A lock's readers use the
-// kReaderWindow slots from the lock's window base, the thread picking one by
-// its reader index, so a revoking writer scans kReaderWindow lines, not the
-// table. One slot per cache line: two cores' readers of one lock write
-// different lines.
-inline constexpr std::size_t kReaderSlots = 1024;
-inline constexpr std::size_t kReaderWindow = 8;
-static_assert((kReaderSlots & (kReaderSlots - 1)) == 0);
+// of the lock a biased reader holds, or null. The table is kReaderRegions
+// regions of kRegionSlots slots; a thread claims slots only in the region
+// of its reader index (modulo kReaderRegions), so with up to kReaderRegions
+// threads each writes only its own lines, and a lock's slot in each region
+// is the one at the lock's hash: a revoking writer scans kReaderRegions
+// slots, one per region.
+inline constexpr std::size_t kReaderRegions = 8;
+inline constexpr std::size_t kRegionSlots = 128;  // 1 KiB, 16 lines
+inline constexpr std::size_t kReaderSlots = kReaderRegions * kRegionSlots;
+// Back-off buckets (locks hashed).
+inline constexpr std::size_t kBiasBuckets = 1024;
 
-struct alignas(64) ReaderSlot {
+struct ReaderSlot {
   std::atomic<const void*> lock{nullptr};
 };
 extern ReaderSlot g_reader_slots[kReaderSlots];
 
-// Per window base: the clock value (BiasClock) before which a shared
-// acquisition does not set the bias again after a revocation. Locks that
-// share a window base share the back-off, which only delays their bias.
-extern std::atomic<std::uint64_t> g_bias_resume_at[kReaderSlots];
+// Per bucket: the clock value (BiasClock) before which a shared acquisition
+// does not set the bias again after a revocation. Locks that share a bucket
+// share the back-off, which only delays their bias.
+extern std::atomic<std::uint64_t> g_bias_resume_at[kBiasBuckets];
 
 // A nonzero value replaces the clock, for deterministic tests.
 extern std::atomic<std::uint64_t> g_bias_clock_for_testing;
 
-// The thread's reader index, 1-based, assigned on first use.
+// The thread's reader index, 1-based, assigned on first use; and a count of
+// its unbiased token reads (one in kBiasSample may set the bias).
 inline constinit thread_local std::uint32_t t_reader_index = 0;
+inline constinit thread_local std::uint32_t t_bias_tick = 0;
 std::uint32_t AssignReaderIndex() noexcept;
 
-inline std::size_t ReaderWindowBase(const void* lock) noexcept {
+inline std::uint64_t LockHash(const void* lock) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(lock);
-  return static_cast<std::size_t>(
-      (static_cast<std::uint64_t>(a >> 2) * 0x9e3779b97f4a7c15ULL) >>
-      54);  // 64 - log2(kReaderSlots)
+  return static_cast<std::uint64_t>(a >> 2) * 0x9e3779b97f4a7c15ULL;
 }
-static_assert(kReaderSlots == std::size_t{1} << (64 - 54));
+// The lock's slot index within a region, and its back-off bucket.
+inline std::size_t RegionSlot(const void* lock) noexcept {
+  return static_cast<std::size_t>(LockHash(lock) >> 57);  // 7 bits
+}
+inline std::size_t BiasBucket(const void* lock) noexcept {
+  return static_cast<std::size_t>(LockHash(lock) >> 54);  // 10 bits
+}
+static_assert(kRegionSlots == std::size_t{1} << 7);
+static_assert(kBiasBuckets == std::size_t{1} << 10);
 
 inline ReaderSlot& ReaderSlotFor(const void* lock) noexcept {
   std::uint32_t index = t_reader_index;
   if (index == 0) index = AssignReaderIndex();
-  return g_reader_slots[(ReaderWindowBase(lock) + index % kReaderWindow) &
-                        (kReaderSlots - 1)];
+  return g_reader_slots[(index % kReaderRegions) * kRegionSlots +
+                        RegionSlot(lock)];
 }
 
 // Ticks (the TSC on x86, nanoseconds elsewhere); only differences and
@@ -133,10 +145,15 @@ inline std::uint64_t BiasClock() noexcept {
 #endif
 }
 
-// True if a shared acquisition of `lock` through the word may set the bias.
+// True if this shared acquisition of `lock` through the word may set the
+// bias: one in kBiasSample of the thread's unbiased token reads (so a lock
+// read once between writes is rarely biased, and the clock is read
+// rarely), once the lock's back-off has passed.
+inline constexpr std::uint32_t kBiasSample = 8;
 inline bool BiasMayResume(const void* lock) noexcept {
+  if ((++t_bias_tick & (kBiasSample - 1)) != 0) return false;
   const std::uint64_t at =
-      g_bias_resume_at[ReaderWindowBase(lock)].load(std::memory_order_relaxed);
+      g_bias_resume_at[BiasBucket(lock)].load(std::memory_order_relaxed);
   return at == 0 || BiasClock() >= at;
 }
 
@@ -299,8 +316,7 @@ class RwLockCore {
   // and the clock value from which the bias may be set again.
   ReaderSlot& SlotForTesting() noexcept { return ReaderSlotFor(this); }
   std::uint64_t BiasResumeAtForTesting() const noexcept {
-    return g_bias_resume_at[ReaderWindowBase(this)].load(
-        std::memory_order_relaxed);
+    return g_bias_resume_at[BiasBucket(this)].load(std::memory_order_relaxed);
   }
 
  private:
@@ -314,8 +330,8 @@ class RwLockCore {
   void LockSharedSlow() noexcept;
   void UnlockSlow() noexcept;
   void WakeWriter() noexcept;
-  // With the writer bit held and the bias just cleared: waits until no slot
-  // of this lock's window names the lock (if `wait`), and starts the
+  // With the writer bit held and the bias just cleared: waits until no
+  // region's slot for this lock names it (if `wait`), and starts the
   // back-off measured from `start`. If not `wait`, returns false at once
   // (no back-off) when a slot names the lock.
   bool RevokeBias(std::uint64_t start, bool wait) noexcept;
