@@ -18,12 +18,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <thread>
 
 CAIRN_NAMESPACE_BEGIN
 namespace base_internal {
@@ -90,16 +89,15 @@ void FutexWake(std::atomic<std::uint32_t>& word, int count,
 // is usually short, but it may be preempted (or run a callback), so spin,
 // then yield, then sleep in growing steps.
 void WaitWhileSlotNames(ReaderSlot& slot, const void* lock) {
-  long sleep_ns = 1000;
+  std::chrono::nanoseconds sleep{1000};
   for (int i = 0; slot.lock.load(std::memory_order_seq_cst) == lock; ++i) {
     if (i < kSpins) {
       CpuRelax();
     } else if (i < 2 * kSpins) {
       sched_yield();
     } else {
-      const timespec ts{0, sleep_ns};
-      nanosleep(&ts, nullptr);
-      sleep_ns = std::min(sleep_ns * 2, 1000000L);
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, std::chrono::nanoseconds{1000000});
     }
   }
 }
