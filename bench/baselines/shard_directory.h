@@ -99,6 +99,19 @@ class ShardDirectory {
     return s.map.try_emplace(object->key, std::move(object)).second;
   }
 
+  // Removes the object; false if absent.
+  bool Erase(std::string_view key) {
+    if (!KeyOk(key)) return false;
+    Shard& s = ShardFor(key);
+    std::shared_ptr<Object> gone;  // freed after the shard lock
+    std::unique_lock lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) return false;
+    gone = std::move(it->second);
+    s.map.erase(it);
+    return true;
+  }
+
   // fn(View&) under the shard lock held shared; false if absent.
   template <typename Fn>
   bool WithObject(std::string_view key, Fn&& fn) const {

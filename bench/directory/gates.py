@@ -121,10 +121,47 @@ def batch_put_gates(ctx, plan):
         note=f"batch path: {per_sync:.1f} records per sync")]
 
 
+GROUP_BINARY = "cairn_group_benchmark"
+
+
+def group_gates(ctx, plan):
+    """route.W4.group_teardown: EraseGroup of a 32-member group, GroupDirectory
+    against the shard-locked directory with a group catalog (teardowns per
+    second, one thread, 100k singletons around the groups); sizes 8 and 128
+    and the group creation time are reported beside it."""
+    runs = ctx.run_bench(GROUP_BINARY, "BM_GroupW4/", repetitions=plan.reps,
+                         min_time=plan.min_time)
+    name = "BM_GroupW4/{}/size:{}/manual_time"
+    rate = {}
+    figures = []
+    for size in (8, 32, 128):
+        for impl in ("directory", "shard_directory"):
+            rate[impl, size] = ctx.median(runs, name.format(impl, size))
+        d, s = name.format("directory", size), name.format("shard_directory", size)
+        figures.append(
+            f"size {size}: teardown {1e6 / rate['directory', size]:.1f} vs "
+            f"{1e6 / rate['shard_directory', size]:.1f} us (p99 "
+            f"{ctx.median(runs, d, 'teardown_p99_us'):.1f} vs "
+            f"{ctx.median(runs, s, 'teardown_p99_us'):.1f}), create "
+            f"{ctx.median(runs, d, 'create_us'):.1f} vs "
+            f"{ctx.median(runs, s, 'create_us'):.1f} us, retired "
+            f"{ctx.median(runs, d, 'retired_bytes_per_teardown') / 1024:.1f} KiB "
+            f"per teardown")
+    return [ctx.gate(
+        "route.W4.group_teardown",
+        "EraseGroup of a 32-member group (created untimed just before), one "
+        "thread, 100k singletons in the directory", 1, 100_000, "directory",
+        "shard_directory", rate["directory", 32], rate["shard_directory", 32],
+        "teardowns/s", higher_is_better=True, goal_value=1.0, criterion=None,
+        note="; ".join(figures))]
+
+
 def run(ctx):
     return gate_helpers.run_sections(
         ctx, ((BINARY, "BM_DirSelfCheck", directory_gates,
                ("directory.W2.batch_rw", "directory.W6.zipf_a_point")),
               (BATCH_BINARY, "BM_BatchPutSelfCheck", batch_put_gates,
-               ("directory.batch_put",))),
+               ("directory.batch_put",)),
+              (GROUP_BINARY, "BM_GroupSelfCheck", group_gates,
+               ("route.W4.group_teardown",))),
         gate_helpers.Plan(ctx))

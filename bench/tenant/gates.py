@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tenant gates: W7 eviction vs foreground p99, T1 multi-tenant point reads,
-T2 tenant creation at 10,000 tenants vs 10."""
+T2 tenant creation at 10,000 tenants vs 10, W8 bytes per empty tenant."""
 
 BINARY = "cairn_tenant_benchmark"
 CREATE_BINARY = "cairn_tenant_create_benchmark"
@@ -83,7 +83,31 @@ def run(ctx):
                "cpu_ns_per_read_single": single_cpu,
                "ratio_by_cpu_time": cpu_ratio}))
     records.append(tenant_create(ctx))
+    records.append(empty_tenant(ctx))
     return records
+
+
+def empty_tenant(ctx):
+    """directory.W8.empty_tenant_bytes: heap bytes per tenant with the
+    default TenantOptions (a size, not a timing: one run); the ratio field
+    is bytes / 4 KiB. Tenants holding 1 and 16 objects are reported."""
+    runs = ctx.run_bench(CREATE_BINARY, "BM_TenantW8/", repetitions=1,
+                         min_time=0.01)
+    name = "BM_TenantW8/objects:{}/iterations:1"
+    empty = ctx.median(runs, name.format(0), "bytes_per_tenant")
+    one = ctx.median(runs, name.format(1), "bytes_per_tenant")
+    sixteen = ctx.median(runs, name.format(16), "bytes_per_tenant")
+    return ctx.gate(
+        "directory.W8.empty_tenant_bytes",
+        "heap bytes per empty tenant (default TenantOptions, 1,000 tenants, "
+        "glibc in-use bytes)", 1, 1000, "tenant", "4 KiB", empty, 4096,
+        "bytes", higher_is_better=False, goal_value=1.0, criterion=None,
+        note=(f"empty {empty / 1024:.1f} KiB; with 1 object "
+              f"{one / 1024:.1f} KiB (the directory's lifecycle stripes and "
+              f"the route's writer stripes are made by the first create); "
+              f"with 16 objects {sixteen / 1024:.1f} KiB"),
+        extra={"bytes_empty": empty, "bytes_one_object": one,
+               "bytes_sixteen_objects": sixteen})
 
 
 def tenant_create(ctx):

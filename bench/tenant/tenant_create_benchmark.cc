@@ -1,7 +1,8 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tenant creation benchmark (gate directory.T2.tenant_create).
+// Tenant creation and size benchmarks (gates directory.T2.tenant_create and
+// directory.W8.empty_tenant_bytes).
 //
 // BM_DirectoryT2/<n>: GetOrCreate of the n-th tenant. The registry holds
 //   n - 1 tenants (the default one among them), each built with the default
@@ -13,9 +14,16 @@
 //   publication replaced. Counters: `tenants`, the registry's size before
 //   the timed call; `p50_us`, the median of the timed calls (the iteration
 //   time is their mean, which a preemption by another process inflates).
+//
+// BM_TenantW8/<objects>: heap bytes per tenant (glibc in-use bytes,
+//   mallinfo2) over 1,000 tenants made with the default TenantOptions in a
+//   registry built beforehand (its fixed shards are not counted), each then
+//   given `objects` singleton objects of 16-byte keys. Counter
+//   `bytes_per_tenant`; 0 objects is the empty tenant.
 
 #include <benchmark/benchmark.h>
 
+#include <malloc.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -96,6 +104,39 @@ BENCHMARK(BM_DirectoryT2)
     ->Arg(10'000)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+
+void BM_TenantW8(benchmark::State& state) {
+  constexpr int kTenants = 1000;
+  const int objects = static_cast<int>(state.range(0));
+  double per_tenant = 0;
+  for (auto _ : state) {
+    Registry registry;
+    std::vector<Registry::Handle> tenants;
+    tenants.reserve(kTenants);
+    const std::size_t before = mallinfo2().uordblks;
+    for (int t = 0; t < kTenants; ++t) {
+      Result<Registry::Handle> made =
+          registry.GetOrCreate("tenant-" + std::to_string(t), Defaults);
+      if (!made.ok()) std::abort();
+      char key[32];
+      for (int i = 0; i < objects; ++i) {
+        std::snprintf(key, sizeof(key), "object-%09d", i);
+        if (!made.value()->directory().Create(key).ok()) std::abort();
+      }
+      tenants.push_back(std::move(made).value());
+    }
+    per_tenant = static_cast<double>(mallinfo2().uordblks - before) / kTenants;
+  }
+  state.counters["bytes_per_tenant"] = per_tenant;
+}
+
+BENCHMARK(BM_TenantW8)
+    ->ArgName("objects")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(16)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace cairn

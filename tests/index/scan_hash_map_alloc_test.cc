@@ -26,7 +26,7 @@ ScanHashMapOptions Options(int max_exponent, IndexAllocator* allocator) {
   ScanHashMapOptions options;
   options.seed = 0xa11c;
   options.max_exponent = max_exponent;
-  options.max_key_bytes = 4096;
+  options.max_key_bytes = 65535;
   options.allocator = allocator;
   return options;
 }
@@ -93,6 +93,7 @@ void ExpectUnchanged(const Map& map, const FailingAllocator& allocator,
   EXPECT_EQ(after.memory.chain_bytes, before.memory.chain_bytes);
   EXPECT_EQ(after.memory.arena_bytes, before.memory.arena_bytes);
   EXPECT_EQ(after.memory.arena_live_bytes, before.memory.arena_live_bytes);
+  EXPECT_EQ(after.memory.long_key_bytes, before.memory.long_key_bytes);
   EXPECT_EQ(after.memory.total_bytes, before.memory.total_bytes);
   EXPECT_EQ(after.allocator_live_bytes, before.allocator_live_bytes);
   EXPECT_EQ(after.stats.rehashes_started, before.stats.rehashes_started);
@@ -237,6 +238,12 @@ TEST(ScanHashMapAllocTest, InsertAllocationFailuresChangeNothing) {
       // Sixteen long chains: the overflow pool grows past its first
       // directory.
       {4, 28000, [](int i) -> std::size_t { return 8 + (i % 4) * 8; }},
+      // Keys stored out of line (over the arena's largest block) among
+      // short ones: the key's own allocation fails first, then the rest.
+      {32, 600,
+       [](int i) -> std::size_t {
+         return i % 3 == 0 ? 5000 + static_cast<std::size_t>(i) * 97 : 16;
+       }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.max_exponent);
@@ -250,7 +257,9 @@ TEST(ScanHashMapAllocTest, InsertAllocationFailuresChangeNothing) {
     EXPECT_EQ(h.map().size(), static_cast<std::size_t>(c.count));
     EXPECT_EQ(static_cast<long long>(h.map().Memory().total_bytes),
               h.allocator().live_bytes());
-    if (c.max_exponent == 32) {
+    if (c.count == 600) {
+      EXPECT_GT(h.map().Memory().long_key_bytes, std::size_t{200} * 5000);
+    } else if (c.max_exponent == 32) {
       EXPECT_GT(h.map().Memory().arena_bytes, std::size_t{4} << 20);
     } else {
       EXPECT_GT(h.map().Memory().chain_bytes, std::size_t{4} * 32768);

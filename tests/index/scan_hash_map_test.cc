@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -616,16 +617,100 @@ TEST(ScanHashMapTest, BadInputIsRejectedWithoutChange) {
   EXPECT_EQ(map.ReplaceValue("a", Loc{3}), Outcome::kOk);
   EXPECT_EQ(map.Find("a")->value().offset, 3u);
   EXPECT_EQ(map.size(), 2u);
-  // An entry over the arena's largest class.
   ScanHashMapOptions big = Options();
   big.max_key_bytes = 1'000'000;  // clamped to 65535
   Map wide(big);
   EXPECT_EQ(wide.max_key_bytes(), 65535u);
-  EXPECT_EQ(wide.Insert(std::string(Map::kMaxEntryBytes, 'y'), Loc{1}).outcome,
+  EXPECT_EQ(wide.Insert(std::string(65536, 'y'), Loc{1}).outcome,
             Outcome::kInvalidArgument);
-  EXPECT_TRUE(
-      wide.Insert(std::string(Map::kMaxEntryBytes - 16, 'y'), Loc{1}).ok());
-  EXPECT_EQ(wide.size(), 1u);
+  EXPECT_EQ(wide.size(), 0u);
+}
+
+// Keys too long for an arena block live out of line and behave as any
+// other key (lavik stores long keys the same way): found, replaced,
+// erased, scanned, sampled, detached, and their memory given back.
+TEST(ScanHashMapTest, KeysLongerThanAnArenaBlockAreStoredOutOfLine) {
+  FailingAllocator allocator;  // never told to fail: counts live bytes
+  {
+    ScanHashMapOptions options = Options();
+    options.max_key_bytes = 65535;
+    options.allocator = &allocator;
+    Map map(options);
+    // Around the inline limit, far past it, and the largest key; long keys
+    // sharing a prefix with each other and with short ones.
+    std::vector<std::string> keys;
+    for (std::size_t size :
+         {Map::kMaxEntryBytes - 16, Map::kMaxEntryBytes,
+          Map::kMaxEntryBytes + 1, std::size_t{20000}, std::size_t{65535}}) {
+      keys.push_back(std::string(size, 'k'));
+      keys.push_back(std::string(size - 1, 'k') + 'z');
+    }
+    keys.push_back("k");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const Map::InsertResult r = map.Insert(keys[i], Loc{i});
+      ASSERT_TRUE(r.ok()) << keys[i].size();
+      EXPECT_EQ(r.entry->key(), keys[i]);
+    }
+    EXPECT_GT(map.Memory().long_key_bytes, std::size_t{2} * (65535 + 20000));
+    EXPECT_EQ(map.Memory().total_bytes,
+              static_cast<std::size_t>(allocator.live_bytes()));
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const Map::Entry* e = map.Find(keys[i]);
+      ASSERT_NE(e, nullptr) << keys[i].size();
+      EXPECT_EQ(e->key(), keys[i]);
+      EXPECT_EQ(e->value().offset, i);
+      EXPECT_EQ(map.Insert(keys[i], Loc{0}).outcome, Outcome::kAlreadyExists);
+    }
+    EXPECT_EQ(map.Find(std::string(30000, 'k')), nullptr);
+    EXPECT_EQ(map.ReplaceValue(keys[7], Loc{70}), Outcome::kOk);
+    EXPECT_EQ(map.Upsert(keys[8], Loc{80}).entry->value().offset, 80u);
+    // Batched lookups (which prefetch by entry size) find them too.
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<const Map::Entry*> batch(keys.size());
+    map.FindBatch(views, batch);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_NE(batch[i], nullptr);
+      EXPECT_EQ(batch[i]->key(), keys[i]);
+    }
+    std::set<std::string> scanned;
+    EXPECT_FALSE(map.ForEachUntil([&](const Map::Entry& e) {
+      scanned.insert(std::string(e.key()));
+      return ScanControl::kContinue;
+    }));
+    EXPECT_EQ(scanned, std::set<std::string>(keys.begin(), keys.end()));
+    std::mt19937_64 rng(7);
+    EXPECT_EQ(map.SampleRandom(rng, 64,
+                               [&](const Map::Entry& e) {
+                                 EXPECT_EQ(scanned.count(std::string(e.key())),
+                                           1u);
+                               }),
+              64u);
+    // Erasing a long key gives its allocation back; a new one can take the
+    // same key again.
+    const std::size_t with_all = map.Memory().long_key_bytes;
+    EXPECT_EQ(map.Erase(keys[6]), Outcome::kOk);
+    EXPECT_EQ(map.Find(keys[6]), nullptr);
+    EXPECT_LT(map.Memory().long_key_bytes, with_all);
+    EXPECT_EQ(map.Memory().total_bytes,
+              static_cast<std::size_t>(allocator.live_bytes()));
+    ASSERT_TRUE(map.Insert(keys[6], Loc{6}).ok());
+    EXPECT_EQ(map.Memory().long_key_bytes, with_all);
+    // A detached population keeps its long keys until it is destroyed.
+    {
+      ScanHashMapPopulation old = map.Detach();
+      EXPECT_EQ(map.size(), 0u);
+      EXPECT_EQ(map.Memory().long_key_bytes, 0u);
+      EXPECT_GE(old.memory_bytes(), with_all);
+      ASSERT_TRUE(map.Insert(keys[9], Loc{9}).ok());
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (i != 9) {
+        EXPECT_EQ(map.Find(keys[i]), nullptr);
+      }
+    }
+    EXPECT_EQ(map.Find(keys[9])->key(), keys[9]);
+  }
+  EXPECT_EQ(allocator.live_bytes(), 0) << "every long key freed";
 }
 
 TEST(ScanHashMapTest, ForeignAndStaleCursorsAreSafe) {

@@ -63,6 +63,51 @@ TEST(ObjectRouteIndexTest, PublishThenLookupBorrowsTheEntry) {
   EXPECT_EQ(a.use_count(), 2) << "the route holds exactly one owner";
 }
 
+// An empty route is its table: the writer stripes are made by the first
+// write (docs/route.md, "Memory"), so a host's empty tenants stay small.
+TEST(ObjectRouteIndexTest, EmptyRouteAllocatesOnlyItsTable) {
+  EpochDomain domain;
+  RouteOptions options;
+  options.epoch_domain = &domain;
+  testing::AllocationCounter counter;
+  Route route(options);
+  EXPECT_EQ(counter.count(), 1u) << "only the bucket table";
+  EXPECT_EQ(route.Diagnostics().publications, 0u);
+  Owner a = Make(1, "alpha");
+  ASSERT_TRUE(route.Publish("alpha", a).ok());
+  EXPECT_EQ(Find(route, "alpha"), a.get());
+  EXPECT_EQ(route.Diagnostics().publications, 1u);
+}
+
+// Every allocation of a route's first write failed in turn (the stripes
+// it makes among them): the write fails with kResourceExhausted and
+// changes nothing, and the next write succeeds.
+TEST(ObjectRouteIndexTest, FirstWriteSurvivesEachAllocationFailing) {
+  EpochDomain domain;
+  RouteOptions options;
+  options.epoch_domain = &domain;
+  for (int nth = 1;; ++nth) {
+    SCOPED_TRACE(nth);
+    Route route(options);
+    Owner a = Make(1, "alpha");
+    const std::uint64_t failed_before =
+        testing::FailedAllocationsOnThisThread();
+    testing::FailNthAllocationOnThisThread(nth);
+    Status s = route.Publish("alpha", a);
+    testing::FailNthAllocationOnThisThread(0);
+    if (testing::FailedAllocationsOnThisThread() == failed_before) {
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_GT(nth, 1) << "the first write allocates";
+      break;
+    }
+    ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+    EXPECT_EQ(Find(route, "alpha"), nullptr);
+    EXPECT_EQ(a.use_count(), 1);
+    ASSERT_TRUE(route.Publish("alpha", a).ok());
+    EXPECT_EQ(Find(route, "alpha"), a.get());
+  }
+}
+
 TEST(ObjectRouteIndexTest, D3PublishIsInsertOnly) {
   Route route;
   Owner first = Make(1, "k"), second = Make(2, "k");

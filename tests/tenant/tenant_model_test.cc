@@ -1,9 +1,10 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// Model-based random test of quota, two-phase puts, upserts, erases and
-// eviction against a single-threaded model, checking Q2 (charged bytes ==
-// the live objects' charges) and V1 (groups all or none) after every step;
+// Model-based random test of quota, two-phase puts, upserts, erases,
+// eviction, RemoveAll with and without force and sealing against a
+// single-threaded model, checking Q2 (charged bytes == the live objects'
+// charges) and V1 (groups all or none) after every step;
 // and a stress test running eviction, foreground batches and churn
 // together (TSan checks it).
 
@@ -20,6 +21,7 @@
 
 #include "cairn/base/clock.h"
 #include "cairn/tenant/eviction.h"
+#include "cairn/tenant/remove_all.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"
 
@@ -80,7 +82,7 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
   auto rand = [&](int n) { return static_cast<int>(rng() % n); };
 
   for (int step = 0; step < kSteps; ++step) {
-    const int op = rand(12);
+    const int op = rand(15);
     int i = rand(kKeys);
     if ((op == 4 || op == 5) && rand(4) != 0) {  // aim at upsert states
       const bool want_staged = op == 5;
@@ -278,6 +280,81 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
         }
         break;
       }
+      case 12:
+      case 13: {  // RemoveAll, rarely (it empties much of the model)
+        const bool force = op == 13;
+        if (rand(force ? 8 : 3) != 0) break;
+        // The model is small (eviction keeps it so): give one live object a
+        // task first, half the time, so busy objects meet RemoveAll.
+        if (rand(2) == 0) {
+          for (auto& [j, m] : model) {
+            if (m.pending || m.busy) continue;
+            ASSERT_TRUE(
+                dir.WithObjectExclusive(
+                       Key("k", j), [](Access& a) { a.set_task(kTaskOffload); })
+                    .ok());
+            m.busy = true;
+            break;
+          }
+        }
+        // Without force a singleton is kept when pending, busy or staged;
+        // a group when one member is (V1: whole or not at all).
+        auto busy = [](const ModelObject& m) {
+          return m.pending || m.busy || m.upsert_pending;
+        };
+        std::set<std::string> kept_groups;
+        std::size_t kept_singletons = 0;
+        std::size_t pending_singletons = 0;
+        for (auto& [j, m] : model) {
+          if (GroupOf(j).empty()) {
+            kept_singletons += busy(m) ? 1 : 0;
+            pending_singletons += m.pending ? 1 : 0;
+          } else if (busy(m)) {
+            kept_groups.insert(GroupOf(j));
+          }
+        }
+        const RemoveAllResult r =
+            RemoveAllObjects(dir, RemoveAllOptions{force});
+        ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+        if (force) {
+          EXPECT_TRUE(r.kept.empty());
+          EXPECT_EQ(r.aborted_puts, pending_singletons);
+          model.clear();
+          ++done["remove-all-force"];
+        } else {
+          EXPECT_EQ(r.kept.size(), kept_singletons + kept_groups.size());
+          for (const KeptObject& k : r.kept) {
+            EXPECT_EQ(k.reason.code(), StatusCode::kFailedPrecondition);
+            if (!k.group.empty()) {
+              EXPECT_EQ(kept_groups.count(k.group), 1u) << k.group;
+            }
+          }
+          for (auto m = model.begin(); m != model.end();) {
+            const bool keep = GroupOf(m->first).empty()
+                                  ? busy(m->second)
+                                  : kept_groups.count(GroupOf(m->first)) != 0;
+            m = keep ? std::next(m) : model.erase(m);
+          }
+          if (!r.kept.empty() && r.removed_objects != 0) {
+            ++done["remove-all-kept"];
+          }
+          if (kept_singletons + kept_groups.size() != 0) {
+            for (auto& [j, m] : model) done["remove-all-kept-busy"] += m.busy;
+          }
+        }
+        break;
+      }
+      case 14: {  // seal if empty: refused while anything lives
+        Status s = dir.SealIfEmpty();
+        EXPECT_EQ(s.ok(), model.empty()) << s.ToString();
+        if (s.ok()) {
+          EXPECT_EQ(dir.Create(key, c).status().code(),
+                    StatusCode::kFailedPrecondition);
+          dir.Unseal();
+          ++done["seal"];
+        }
+        break;
+      }
     }
     // Q2 after every step, and the directory agrees with the model.
     ASSERT_EQ(quota.charged(), charged_in_model());
@@ -302,7 +379,8 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
   }
   // Every kind of step ran and succeeded at least once.
   for (const char* kind : {"commit", "begin-upsert", "commit-upsert",
-                           "abort-upsert", "evict-group"}) {
+                           "abort-upsert", "evict-group", "remove-all-force",
+                           "remove-all-kept", "remove-all-kept-busy", "seal"}) {
     EXPECT_GT(done[kind], 0) << kind << " never succeeded";
   }
 }

@@ -101,6 +101,12 @@ struct CreateOptions {
 struct EraseOptions {
   // Erase even if the lease has not expired (P4).
   bool force = false;
+  // Without force, also refuse (kFailedPrecondition, the message says why)
+  // an object that is hard- or soft-pinned, has a task in flight or a staged
+  // upsert, and for EraseGroup a group with such a member or a member that
+  // is a pending put: what TenantRegistry::RemoveAll keeps without force
+  // (docs/tenants.md). Checked under the object locks, with the lease.
+  bool only_if_idle = false;
 };
 
 struct DirectoryDiagnostics {

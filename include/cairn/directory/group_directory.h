@@ -129,7 +129,8 @@ class GroupDirectory {
   // Creates a singleton, or creates-or-joins the explicit group
   // options.group. Errors, each with no state change: kInvalidArgument (bad
   // key or group name), kAlreadyExists (key routed), kFailedPrecondition
-  // (the group is being torn down by EraseGroup), kUnavailable (shut down),
+  // (the group is being torn down by EraseGroup, or the directory is sealed,
+  // SealIfEmpty), kUnavailable (shut down),
   // or the route's own write error (the epoch route's kResourceExhausted
   // under back-pressure, waited for before any lock is taken; the create is
   // then undone, including a group it made; kUnavailable once the route's
@@ -406,23 +407,39 @@ class GroupDirectory {
   // exactly once. Allocates the chunk buffers.
   template <typename Fn>
   Status VisitHandles(Fn&& fn, std::size_t chunk = 0) const {
-    if (Status s = CheckShutdown(); !s.ok()) return s;
-    if (chunk == 0)
-      chunk = options_.visit_chunk == 0 ? 1 : options_.visit_chunk;
-    std::vector<Handle> handles;
-    handles.reserve(chunk);
-    route_.VisitHandles(chunk, [&](std::span<Owner> owners) {
-      handles.clear();
-      for (Owner& owner : owners) {
-        if (owner->lifecycle_hint() == Lifecycle::kActive) {
-          handles.emplace_back(std::move(owner));
-        }
-      }
-      if (!handles.empty()) {
-        fn(std::span<const Handle>(handles.data(), handles.size()));
-      }
-    });
-    return Status::Ok();
+    return VisitRouted(fn, chunk, /*with_pending=*/false);
+  }
+  // As VisitHandles, with the pending puts too (kCreating objects, which no
+  // lookup returns; lifecycle_hint() tells them apart): for a caller that
+  // aborts or reports them, as TenantRegistry::RemoveAll does.
+  template <typename Fn>
+  Status VisitHandlesWithPending(Fn&& fn, std::size_t chunk = 0) const {
+    return VisitRouted(fn, chunk, /*with_pending=*/true);
+  }
+
+  // Seals the directory if it holds no object (a pending put counts): every
+  // later create fails with kFailedPrecondition ("directory is sealed").
+  // One compare-and-swap on the object count, which a create moves (by
+  // compare-and-swap too) before it publishes, so a create either counted
+  // first (the seal fails: kFailedPrecondition, "holds N objects") or sees
+  // the seal: a sealed directory never gains an object. Lock-free; safe
+  // inside any callback. Used by TenantRegistry::RemoveIfEmpty.
+  Status SealIfEmpty() {
+    std::size_t empty = 0;
+    if (objects_.compare_exchange_strong(empty, kSealed,
+                                         std::memory_order_relaxed)) {
+      return Status::Ok();
+    }
+    if ((empty & kSealed) != 0) return Status::Ok();  // sealed already
+    return FailedPreconditionError("directory holds " + std::to_string(empty) +
+                                   " objects");
+  }
+  // Lifts a seal (creates work again). Lock-free.
+  void Unseal() noexcept {
+    objects_.fetch_and(~kSealed, std::memory_order_relaxed);
+  }
+  bool is_sealed() const noexcept {
+    return (objects_.load(std::memory_order_relaxed) & kSealed) != 0;
   }
 
   // The catalog's current group of this name; kNotFound if none. Locks the
@@ -693,7 +710,7 @@ class GroupDirectory {
   // Allowed after shutdown.
   DirectoryDiagnostics Diagnostics() const {
     DirectoryDiagnostics d;
-    d.objects = objects_.load(std::memory_order_relaxed);
+    d.objects = objects_.load(std::memory_order_relaxed) & ~kSealed;
     d.groups = groups_.load(std::memory_order_relaxed);
     d.route = route_.Diagnostics();
     d.lifecycle_stripe_waits = stripe_waits_.load(std::memory_order_relaxed);
@@ -713,7 +730,7 @@ class GroupDirectory {
   // visitor runs, so the visitor may call this directory.
   void VisitMetrics(MetricVisitor& visitor) const {
     directory_internal::DirectoryMetricValues v;
-    v.objects = objects_.load(std::memory_order_relaxed);
+    v.objects = objects_.load(std::memory_order_relaxed) & ~kSealed;
     v.groups = groups_.load(std::memory_order_relaxed);
     v.pending_unlinks = pending_count_.load(std::memory_order_relaxed);
     v.lifecycle_stripe_waits = stripe_waits_.load(std::memory_order_relaxed);
@@ -742,8 +759,11 @@ class GroupDirectory {
     }
     return n;
   }
+  // Routed objects, pending puts included; a create is counted from just
+  // before it publishes (SealIfEmpty), so a create that then fails is
+  // counted for that moment. Lock-free.
   std::size_t object_count() const noexcept {
-    return objects_.load(std::memory_order_relaxed);
+    return objects_.load(std::memory_order_relaxed) & ~kSealed;
   }
   std::size_t group_count() const noexcept {
     return groups_.load(std::memory_order_relaxed);
@@ -768,6 +788,58 @@ class GroupDirectory {
     Owner owner;  // keeps the entry (and its key) alive for the callback
     RemovedObject info;
   };
+
+  // objects_'s top bit: the directory is sealed (SealIfEmpty).
+  static constexpr std::size_t kSealed = ~(~std::size_t{0} >> 1);
+
+  // Counts a new object before it is published, unless the directory is
+  // sealed: a compare-and-swap, so SealIfEmpty and creates are ordered.
+  bool CountNewObject() noexcept {
+    std::size_t n = objects_.load(std::memory_order_relaxed);
+    do {
+      if ((n & kSealed) != 0) return false;
+    } while (
+        !objects_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+    return true;
+  }
+
+  // VisitHandles and VisitHandlesWithPending.
+  template <typename Fn>
+  Status VisitRouted(Fn& fn, std::size_t chunk, bool with_pending) const {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (chunk == 0)
+      chunk = options_.visit_chunk == 0 ? 1 : options_.visit_chunk;
+    std::vector<Handle> handles;
+    handles.reserve(chunk);
+    route_.VisitHandles(chunk, [&](std::span<Owner> owners) {
+      handles.clear();
+      for (Owner& owner : owners) {
+        const Lifecycle lc = owner->lifecycle_hint();
+        if (lc == Lifecycle::kActive ||
+            (with_pending && lc == Lifecycle::kCreating)) {
+          handles.emplace_back(std::move(owner));
+        }
+      }
+      if (!handles.empty()) {
+        fn(std::span<const Handle>(handles.data(), handles.size()));
+      }
+    });
+    return Status::Ok();
+  }
+
+  // Why an object may not go by an erase with only_if_idle ("is
+  // hard-pinned", ...), or null. Caller holds e's lock exclusively.
+  const char* BusyReason(const Entry* e) const {
+    e->mu_.AssertHeld();
+    if (e->lifecycle_.load(std::memory_order_relaxed) == Lifecycle::kCreating) {
+      return "is a pending put";
+    }
+    if (e->hard_pinned()) return "is hard-pinned";
+    if (e->soft_pin_deadline_ > clock_->NowNanos()) return "is soft-pinned";
+    if (e->tasks_ != 0) return "has a task in flight";
+    if (e->ledger_.upsert_pending) return "has a staged upsert";
+    return nullptr;
+  }
 
   struct alignas(64) Stripe {
     Mutex mu;
@@ -1076,6 +1148,11 @@ class GroupDirectory {
       if (lease > clock_->NowNanos()) {
         return FailedPreconditionError("lease has not expired");
       }
+      if (options.only_if_idle) {
+        if (const char* why = BusyReason(e); why != nullptr) {
+          return FailedPreconditionError(std::string("object ") + why);
+        }
+      }
     }
     return Status::Ok();
   }
@@ -1256,6 +1333,21 @@ class GroupDirectory {
         return unlinked;
       }
     }
+    // Counted before it is published, so a seal never misses it
+    // (SealIfEmpty); every way out but a publication gives the count back,
+    // a thrown std::bad_alloc too.
+    if (!CountNewObject()) {
+      return FailedPreconditionError(
+          "directory is sealed: its tenant was removed");
+    }
+    struct Uncount {
+      std::atomic<std::size_t>* objects;
+      ~Uncount() {
+        if (objects != nullptr) {
+          objects->fetch_sub(1, std::memory_order_relaxed);
+        }
+      }
+    } uncount{&objects_};
     if (options.group.empty()) {
       init.id = restored == nullptr ? NextObjectId() : restored->id;
       Owner owner =
@@ -1273,7 +1365,7 @@ class GroupDirectory {
         unpublished_owner = std::move(owner);  // released after the stripe
         return s;
       }
-      objects_.fetch_add(1, std::memory_order_relaxed);
+      uncount.objects = nullptr;  // published: counted for good
       return Handle(std::move(owner));
     }
     // An emptied group leaves the catalog in the same group-lock section
@@ -1318,7 +1410,7 @@ class GroupDirectory {
         }
         return s;
       }
-      objects_.fetch_add(1, std::memory_order_relaxed);
+      uncount.objects = nullptr;  // published: counted for good
       return Handle(std::move(owner));
     }
   }
@@ -1556,6 +1648,19 @@ class GroupDirectory {
       const bool leased =
           !options.force && group->lease_deadline_.load(
                                 std::memory_order_relaxed) > clock_->NowNanos();
+      // only_if_idle: one busy member keeps the whole group.
+      const char* busy = nullptr;
+      if (!leased && !options.force && options.only_if_idle) {
+        for (Entry* e : members) {
+          if (busy == nullptr) busy = BusyReason(e);
+        }
+      }
+      if (busy != nullptr) {
+        for (auto it = members.rbegin(); it != members.rend(); ++it) {
+          UnlockObject(*it);
+        }
+        return FailedPreconditionError(std::string("a group member ") + busy);
+      }
       // Durable log (H1): one record names every member, appended before
       // anything moves.
       Status appended;

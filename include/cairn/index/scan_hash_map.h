@@ -108,16 +108,94 @@ inline std::uint64_t ReverseBits(std::uint64_t v) noexcept {
   return __builtin_bswap64(v);
 }
 
-// Everything a population owns: both tables, the overflow pool, the arena.
+// Keys too long for an arena block (ScanHashMapEntry::kMaxInlineKeyBytes),
+// each in an allocation of its own: a header, then the key bytes. The
+// headers form a doubly linked list, so a population frees every long key
+// when it is destroyed without visiting its entries.
+class LongKeys {
+ public:
+  explicit LongKeys(IndexAllocator* allocator) noexcept
+      : allocator_(allocator) {}
+  LongKeys(const LongKeys&) = delete;
+  LongKeys& operator=(const LongKeys&) = delete;
+  LongKeys(LongKeys&& other) noexcept
+      : allocator_(other.allocator_),
+        head_(std::exchange(other.head_, nullptr)),
+        bytes_(std::exchange(other.bytes_, 0)) {}
+  LongKeys& operator=(LongKeys&& other) noexcept {
+    if (this != &other) {
+      Release();
+      allocator_ = other.allocator_;
+      head_ = std::exchange(other.head_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  ~LongKeys() { Release(); }
+
+  // A copy of `key`, or null if the allocator refused.
+  const char* Add(std::string_view key) noexcept {
+    const std::size_t bytes = sizeof(Header) + key.size();
+    void* memory = allocator_->Allocate(bytes, alignof(Header));
+    if (memory == nullptr) return nullptr;
+    auto* header = new (memory) Header{nullptr, head_, bytes};
+    if (head_ != nullptr) head_->prev = header;
+    head_ = header;
+    bytes_ += bytes;
+    char* copy = reinterpret_cast<char*>(header + 1);
+    std::memcpy(copy, key.data(), key.size());
+    return copy;
+  }
+  // Frees a copy Add returned.
+  void Remove(const char* key) noexcept {
+    Header* header = reinterpret_cast<Header*>(const_cast<char*>(key)) - 1;
+    if (header->prev != nullptr) {
+      header->prev->next = header->next;
+    } else {
+      head_ = header->next;
+    }
+    if (header->next != nullptr) header->next->prev = header->prev;
+    bytes_ -= header->bytes;
+    allocator_->Deallocate(header, header->bytes, alignof(Header));
+  }
+  // Bytes held from the allocator, headers included.
+  std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  struct Header {
+    Header* prev;
+    Header* next;
+    std::size_t bytes;  // this allocation's, header included
+  };
+  void Release() noexcept {
+    while (head_ != nullptr) {
+      Header* next = head_->next;
+      allocator_->Deallocate(head_, head_->bytes, alignof(Header));
+      head_ = next;
+    }
+    bytes_ = 0;
+  }
+
+  IndexAllocator* allocator_;
+  Header* head_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Everything a population owns: both tables, the overflow pool, the arena,
+// the long keys.
 struct Storage {
   explicit Storage(IndexAllocator* allocator_in) noexcept
-      : allocator(allocator_in), pool(allocator_in), arena(allocator_in) {}
+      : allocator(allocator_in),
+        pool(allocator_in),
+        arena(allocator_in),
+        long_keys(allocator_in) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   Storage(Storage&& other) noexcept
       : allocator(other.allocator),
         pool(std::move(other.pool)),
-        arena(std::move(other.arena)) {
+        arena(std::move(other.arena)),
+        long_keys(std::move(other.long_keys)) {
     TakeTables(other);
   }
   Storage& operator=(Storage&& other) noexcept {
@@ -126,6 +204,7 @@ struct Storage {
       allocator = other.allocator;
       pool = std::move(other.pool);
       arena = std::move(other.arena);
+      long_keys = std::move(other.long_keys);
       TakeTables(other);
     }
     return *this;
@@ -161,6 +240,7 @@ struct Storage {
   std::size_t size = 0;
   BucketPool pool;
   EntryArena arena;
+  LongKeys long_keys;
 };
 
 }  // namespace index_internal
@@ -171,7 +251,7 @@ struct Storage {
 // clang-format off
 enum class [[nodiscard]] ScanHashMapOutcome : std::uint8_t {
   kOk = static_cast<std::uint8_t>(StatusCode::kOk),
-  // An empty key, a key over max_key_bytes, an entry over kMaxEntryBytes.
+  // An empty key, or a key over max_key_bytes.
   kInvalidArgument = static_cast<std::uint8_t>(StatusCode::kInvalidArgument),
   // Erase, ReplaceValue: the key is absent.
   kNotFound = static_cast<std::uint8_t>(StatusCode::kNotFound),
@@ -196,6 +276,8 @@ inline Status ToStatus(ScanHashMapOutcome outcome) noexcept {
 
 struct ScanHashMapOptions {
   // Longest accepted key (at most 65535); longer keys get kInvalidArgument.
+  // A key that does not fit one arena block with its value (about 4 KiB)
+  // is stored out of line, in an allocation of its own.
   std::size_t max_key_bytes = 1024;
   // Cap on the bucket-index bits (0..32). A small cap forces collisions.
   int max_exponent = 32;
@@ -212,7 +294,8 @@ struct ScanHashMapMemory {
   std::size_t arena_bytes = 0;        // arena slabs and directory
   std::size_t arena_live_bytes = 0;   // live entries, rounded to 8 bytes
   std::size_t arena_slack_bytes = 0;  // arena_bytes - arena_live_bytes
-  std::size_t total_bytes = 0;        // bucket + chain + arena
+  std::size_t long_key_bytes = 0;     // keys stored out of line
+  std::size_t total_bytes = 0;        // bucket + chain + arena + long keys
 };
 
 struct ScanHashMapStats {
@@ -258,8 +341,9 @@ enum class ScanControl : std::uint8_t { kContinue, kStop };
 template <typename Value>
 class ScanHashMap;
 
-// An entry in the arena: the value, then the key bytes. Its address is stable
-// until it is erased or its population is destroyed.
+// An entry in the arena: the value, then the key bytes, or, for a key longer
+// than kMaxInlineKeyBytes, a pointer to the key stored out of line. Its
+// address is stable until it is erased or its population is destroyed.
 template <typename Value>
 class ScanHashMapEntry {
  public:
@@ -283,13 +367,28 @@ class ScanHashMapEntry {
   ScanHashMapEntry(const Value& value, std::uint16_t key_size) noexcept
       : value_(value), key_size_(key_size) {}
 
+  // Longer keys live out of line (one allocation each), so a key's length
+  // is bounded by ScanHashMapOptions::max_key_bytes only.
+  static constexpr std::size_t kMaxInlineKeyBytes =
+      index_internal::EntryArena::kLargestClassBytes - kKeyOffset;
+  static constexpr bool IsLong(std::size_t key_size) noexcept {
+    return key_size > kMaxInlineKeyBytes;
+  }
+
   static constexpr std::size_t BytesFor(std::size_t key_size) noexcept {
-    return kKeyOffset + key_size < sizeof(ScanHashMapEntry)
+    const std::size_t stored =
+        IsLong(key_size) ? sizeof(const char*) : key_size;
+    return kKeyOffset + stored < sizeof(ScanHashMapEntry)
                ? sizeof(ScanHashMapEntry)
-               : kKeyOffset + key_size;
+               : kKeyOffset + stored;
   }
   const char* KeyBytes() const noexcept {
-    return reinterpret_cast<const char*>(this) + kKeyOffset;
+    const char* bytes = reinterpret_cast<const char*>(this) + kKeyOffset;
+    if (!IsLong(key_size_)) [[likely]]
+      return bytes;
+    const char* out_of_line;
+    std::memcpy(&out_of_line, bytes, sizeof(out_of_line));
+    return out_of_line;
   }
   bool KeyEquals(std::string_view key) const noexcept {
     return key.size() == key_size_ &&
@@ -323,7 +422,8 @@ class ScanHashMapPopulation {
   std::size_t size() const noexcept { return storage_.size; }
   std::size_t memory_bytes() const noexcept {
     return storage_.tables[0].bytes() + storage_.tables[1].bytes() +
-           storage_.pool.reserved_bytes() + storage_.arena.reserved_bytes();
+           storage_.pool.reserved_bytes() + storage_.arena.reserved_bytes() +
+           storage_.long_keys.bytes();
   }
 
  private:
@@ -351,7 +451,8 @@ class ScanHashMap {
   using Outcome = ScanHashMapOutcome;
   using InsertResult = ScanHashMapInsertResult<Value>;
 
-  // Largest key size + value the arena can hold in one block.
+  // Largest entry (value, key size and inline key) the arena holds in one
+  // block; a longer key is stored out of line.
   static constexpr std::size_t kMaxEntryBytes =
       index_internal::EntryArena::kLargestClassBytes;
 
@@ -437,7 +538,7 @@ class ScanHashMap {
         if (const Bucket* b = heads[j % kRing]) {
           // Every candidate (a false tag match costs one prefetch), and the
           // entry's second line when its key crosses into it.
-          const std::size_t entry_bytes = Entry::kKeyOffset + keys[j].size();
+          const std::size_t entry_bytes = Entry::BytesFor(keys[j].size());
           std::uint32_t m =
               index_internal::MatchTags(*b, TagOf(hashes[j % kRing]));
           while (m != 0) {
@@ -531,9 +632,9 @@ class ScanHashMap {
   // change the call's outcome.
 
   // Inserts key -> value. kAlreadyExists (with the present entry) if the key
-  // is present, kInvalidArgument for an empty key, a key over max_key_bytes
-  // or an entry over kMaxEntryBytes, kResourceExhausted if an allocation
-  // failed. May allocate.
+  // is present, kInvalidArgument for an empty key or a key over
+  // max_key_bytes, kResourceExhausted if an allocation failed (nothing
+  // changed). May allocate.
   InsertResult Insert(std::string_view key, const Value& value) noexcept {
     if (const Outcome invalid = ValidateKey(key); invalid != Outcome::kOk) {
       return {nullptr, invalid};
@@ -583,7 +684,11 @@ class ScanHashMap {
           if (handle == 0 || !EntryAt(handle)->KeyEquals(key)) continue;
           // The tag stays behind as a stale filter byte (X1).
           b->handles[slot] = 0;
-          storage_.arena.Free(handle, EntryAt(handle)->bytes());
+          const Entry* erased = EntryAt(handle);
+          if (Entry::IsLong(erased->key_size_)) {
+            storage_.long_keys.Remove(erased->KeyBytes());
+          }
+          storage_.arena.Free(handle, erased->bytes());
           --table->used;
           --storage_.size;
           ++version_;
@@ -844,7 +949,9 @@ class ScanHashMap {
     m.arena_bytes = storage_.arena.reserved_bytes();
     m.arena_live_bytes = storage_.arena.live_bytes();
     m.arena_slack_bytes = m.arena_bytes - m.arena_live_bytes;
-    m.total_bytes = m.bucket_bytes + m.chain_bytes + m.arena_bytes;
+    m.long_key_bytes = storage_.long_keys.bytes();
+    m.total_bytes =
+        m.bucket_bytes + m.chain_bytes + m.arena_bytes + m.long_key_bytes;
     return m;
   }
 
@@ -855,8 +962,7 @@ class ScanHashMap {
   friend class index_internal::ScanHashMapTestPeer;
 
   Outcome ValidateKey(std::string_view key) const noexcept {
-    if (key.empty() || key.size() > max_key_bytes_ ||
-        Entry::BytesFor(key.size()) > kMaxEntryBytes) {
+    if (key.empty() || key.size() > max_key_bytes_) {
       return Outcome::kInvalidArgument;
     }
     return Outcome::kOk;
@@ -1108,13 +1214,23 @@ class ScanHashMap {
     const Table& route = first_table ? fresh : storage_.tables[target];
     const std::uint32_t index = Hash32(hash) & route.mask();
     const std::size_t bytes = Entry::BytesFor(key.size());
+    const char* long_key = nullptr;
+    if (Entry::IsLong(key.size())) {
+      long_key = storage_.long_keys.Add(key);
+      if (long_key == nullptr) {
+        storage_.FreeTable(fresh);
+        return {nullptr, Outcome::kResourceExhausted};
+      }
+    }
     index_internal::EntryArena::Growth growth;
     if (!storage_.arena.Prepare(bytes, growth)) {
+      if (long_key != nullptr) storage_.long_keys.Remove(long_key);
       storage_.FreeTable(fresh);
       return {nullptr, Outcome::kResourceExhausted};
     }
     if (!ChainHasRoom(route, index) && !storage_.pool.Reserve(1)) {
       storage_.arena.Abandon(growth);
+      if (long_key != nullptr) storage_.long_keys.Remove(long_key);
       storage_.FreeTable(fresh);
       return {nullptr, Outcome::kResourceExhausted};
     }
@@ -1125,8 +1241,13 @@ class ScanHashMap {
     void* memory = storage_.arena.Address(handle);
     Entry* entry =
         new (memory) Entry(value, static_cast<std::uint16_t>(key.size()));
-    std::memcpy(static_cast<char*>(memory) + Entry::kKeyOffset, key.data(),
-                key.size());
+    if (long_key != nullptr) {
+      std::memcpy(static_cast<char*>(memory) + Entry::kKeyOffset, &long_key,
+                  sizeof(long_key));
+    } else {
+      std::memcpy(static_cast<char*>(memory) + Entry::kKeyOffset, key.data(),
+                  key.size());
+    }
     Table& table = storage_.tables[target];
     RaiseChainBound(target, Place(table, index, TagOf(hash), handle));
     ++table.used;

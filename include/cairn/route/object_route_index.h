@@ -146,12 +146,10 @@ class ObjectRouteIndex {
         stripe_mask_(std::min(std::bit_ceil(std::max<std::size_t>(
                                   options.stripe_count, 1)),
                               min_buckets_) -
-                     1),
-        stripes_(new Stripe[stripe_mask_ + 1]) {
+                     1) {
     Table* table = Table::Allocate(min_buckets_);
     // A constructor reports out of memory the standard way (the registry
-    // building a tenant turns it into kResourceExhausted); stripes_ is
-    // freed by its unique_ptr.
+    // building a tenant turns it into kResourceExhausted).
     if (table == nullptr) throw std::bad_alloc();
     table_.store(table, std::memory_order_relaxed);
     table_size_.store(min_buckets_, std::memory_order_relaxed);
@@ -179,6 +177,7 @@ class ObjectRouteIndex {
     }
     MutexLock lock(&resize_mu_);
     for (Table* kept : kept_tables_) Table::Destroy(kept);
+    delete[] stripes_.load(std::memory_order_acquire);
   }
 
   // fn(Entry*) with the routed entry borrowed for the call (nullptr if not
@@ -411,8 +410,9 @@ class ObjectRouteIndex {
       }
     }
     std::uint64_t retired_by_writes = 0;
-    for (std::size_t i = 0; i <= stripe_mask_; ++i) {
-      const Stripe& stripe = stripes_[i];
+    const Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; stripes != nullptr && i <= stripe_mask_; ++i) {
+      const Stripe& stripe = stripes[i];
       d.publications += stripe.publications.load(std::memory_order_relaxed);
       d.copied_bytes += stripe.copied_bytes.load(std::memory_order_relaxed);
       retired_by_writes += stripe.retired_bytes.load(std::memory_order_relaxed);
@@ -606,6 +606,8 @@ class ObjectRouteIndex {
     WriteBudget own;
     WriteBudget* budget = locked != nullptr ? locked : &own;
     std::optional<RetireReservation>& reservation = budget->reservation_;
+    Stripe* const stripes = Stripes();
+    if (stripes == nullptr) return AllocationFailed();
     for (int waits = 0;; ++waits) {
       const Snapshot* old = nullptr;
       std::size_t need = 0;
@@ -615,7 +617,7 @@ class ObjectRouteIndex {
         // The guard keeps the table alive: a resize may retire it while
         // this writer waits for the stripe.
         Guard guard = domain_->EnterOnThisThread();
-        Stripe& stripe = StripeFor(hash);
+        Stripe& stripe = stripes[hash & stripe_mask_];
         MutexLock lock(&stripe.mu);
         Table* table = table_.load(std::memory_order_acquire);
         old = table->at(hash).load(std::memory_order_acquire);
@@ -762,7 +764,7 @@ class ObjectRouteIndex {
     const Snapshot* old = nullptr;
     std::optional<RetireReservation> reservation;
     {
-      MutexLock lock(&stripes_[i & stripe_mask_].mu);
+      MutexLock lock(&MadeStripes()[i & stripe_mask_].mu);
       old = from->at(i).load(std::memory_order_acquire);
       if (!Reserve(old, &reservation)) return false;
       const Snapshot* low = nullptr;
@@ -789,7 +791,7 @@ class ObjectRouteIndex {
     const Snapshot* b = nullptr;
     std::optional<RetireReservation> reserve_a, reserve_b;
     {
-      MutexLock lock(&stripes_[j & stripe_mask_].mu);
+      MutexLock lock(&MadeStripes()[j & stripe_mask_].mu);
       a = from->at(j).load(std::memory_order_acquire);
       b = from->at(j + to->size()).load(std::memory_order_acquire);
       if (!Reserve(a, &reserve_a) || !Reserve(b, &reserve_b)) return false;
@@ -870,16 +872,38 @@ class ObjectRouteIndex {
     }
   }
 
-  Stripe& StripeFor(std::uint64_t hash) noexcept {
-    return stripes_[hash & stripe_mask_];
+  // The writer stripes, made by the route's first write, never by the
+  // constructor (an empty route stays small: docs/route.md, "Memory");
+  // null if that allocation fails. Racing first writes each build an array
+  // and the loser frees its own; after that, one acquire load.
+  Stripe* Stripes() noexcept {
+    Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    if (stripes != nullptr) [[likely]]
+      return stripes;
+    Stripe* fresh = new (std::nothrow) Stripe[stripe_mask_ + 1];
+    if (fresh == nullptr) return nullptr;
+    if (stripes_.compare_exchange_strong(stripes, fresh,
+                                         std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+      return fresh;
+    }
+    delete[] fresh;  // another first write installed its array
+    return stripes;
+  }
+  // The stripes, where a write made them already (a resize runs only
+  // after writes).
+  Stripe* MadeStripes() noexcept {
+    Stripe* stripes = stripes_.load(std::memory_order_acquire);
+    CAIRN_DCHECK(stripes != nullptr);
+    return stripes;
   }
 
   const std::unique_ptr<EpochDomain> owned_domain_;
   EpochDomain* const domain_;
   const std::size_t min_buckets_;  // the starting size; never shrinks below
   const bool fixed_;
-  const std::size_t stripe_mask_;  // < min_buckets_
-  const std::unique_ptr<Stripe[]> stripes_;
+  const std::size_t stripe_mask_;          // < min_buckets_
+  std::atomic<Stripe*> stripes_{nullptr};  // made by the first write
   // Read by every reader; written only by a resize finishing.
   alignas(64) std::atomic<Table*> table_{nullptr};
   // Write side.

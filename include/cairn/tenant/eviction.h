@@ -22,12 +22,13 @@
 //   -> host release callback with the tokens and payloads, no lock held.
 //
 // Policies pick the directories and the byte goals: MemoryWatermarkPolicy
-// (every tenant, size bytes) and the tenant-quota deficit (one tenant,
-// counted bytes, V5). A candidate that changed since the census is skipped
-// and the kernel keeps going down the ranking: a goal is a minimum, not a
-// count (V2). A commit whose durable-log reservation fails, or whose record
-// the log cannot make durable (H5), stops the cycle there, with the log's
-// error in EvictionResult::status.
+// (every tenant, size bytes), the tenant-quota deficit (one tenant,
+// counted bytes, V5) and evict-and-retry for a put the quota refused (the
+// bytes the put lacks, from its tenant, V6). A candidate that changed since the
+// census is skipped and the kernel keeps going down the ranking: a goal is a
+// minimum, not a count (V2). A commit whose durable-log reservation fails, or
+// whose record the log cannot make durable (H5), stops the cycle there, with
+// the log's error in EvictionResult::status.
 //
 // Thread safety: an Evictor is safe from any thread; concurrent cycles are
 // allowed (each candidate is revalidated under its locks) but compete for the
@@ -52,6 +53,7 @@
 #include <functional>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -315,6 +317,56 @@ class Evictor {
                  Measure::kCountedBytes);
   }
 
+  // What AdmitEvicting did: the last put's result (Status or Result<T>, as
+  // the put returns), and the evictions it ran for it, summed.
+  template <typename PutResult>
+  struct Admission {
+    PutResult put;
+    EvictionResult eviction;  // status: the log's error, if one stopped it
+    std::size_t rounds = 0;   // evictions run
+  };
+
+  // Evict-and-retry (V6): runs put(), the host's create of a charge of
+  // `bytes` counted bytes in `tenant` (CreatePending, Create or BeginUpsert
+  // with counted_bytes = bytes). If it fails with kResourceExhausted while
+  // the tenant's quota lacks room for `bytes` (charged + bytes > limit,
+  // admission open), evicts the bytes it lacks from that tenant only (the
+  // V5 ranking in counted bytes: leased, pinned, busy and pending objects
+  // stay) and runs put() again; at most `max_rounds` evictions, as a
+  // concurrent put may take the room first. Returns the put's refusal,
+  // with no more rounds, when an eviction frees nothing (nothing evictable:
+  // eviction.candidates says whether there was any), when the log stops an
+  // eviction (eviction.status), when admission is closed or `bytes` exceeds
+  // the limit itself. Any other result of put() is returned at once, with
+  // no eviction; but the directory charges the quota before it finds the
+  // key, so at a full tenant a put whose key exists is refused by the quota
+  // first, and evicts, before it fails with kAlreadyExists. Safe from any
+  // thread; not inside a callback of the tenant's directory (the eviction
+  // takes its locks).
+  template <typename Put>
+  auto AdmitEvicting(typename Registry::TenantType& tenant, std::uint64_t bytes,
+                     Put&& put, std::size_t max_rounds = 3)
+      -> Admission<std::invoke_result_t<Put&>> {
+    Admission<std::invoke_result_t<Put&>> out{put(), {}, 0};
+    Directory* dir = &tenant.directory();
+    const QuotaAccount& quota = tenant.quota();
+    while (CodeOf(out.put) == StatusCode::kResourceExhausted &&
+           out.rounds < max_rounds && !quota.admission_closed()) {
+      const std::uint64_t limit = quota.limit();
+      const std::uint64_t charged = quota.charged();
+      if (bytes > limit) break;             // can never be admitted
+      if (charged <= limit - bytes) break;  // room: not the quota
+      const std::uint64_t lacking = charged - (limit - bytes);
+      EvictionResult r = Evict(std::span<Directory* const>(&dir, 1), lacking,
+                               lacking, Measure::kCountedBytes);
+      ++out.rounds;
+      AddTo(out.eviction, r);
+      if (!r.status.ok() || r.freed_bytes == 0) break;
+      out.put = put();
+    }
+    return out;
+  }
+
  private:
   // The bounded ranking keeps the best candidates covering slack x the
   // bytes still needed; the slack grows by kSlackGrowth per census round
@@ -337,6 +389,27 @@ class Evictor {
     bool soft_pinned = false;
     std::vector<Handle> members;  // a group's members seen by the census
   };
+
+  static StatusCode CodeOf(const Status& s) noexcept { return s.code(); }
+  template <typename T>
+  static StatusCode CodeOf(const Result<T>& r) noexcept {
+    return r.status().code();
+  }
+
+  static void AddTo(EvictionResult& into, const EvictionResult& r) {
+    into.census_objects += r.census_objects;
+    into.candidates += r.candidates;
+    into.ranked += r.ranked;
+    into.census_rounds += r.census_rounds;
+    into.evicted_objects += r.evicted_objects;
+    into.evicted_groups += r.evicted_groups;
+    into.skipped += r.skipped;
+    into.offload_refused += r.offload_refused;
+    into.offloaded += r.offloaded;
+    into.freed_bytes += r.freed_bytes;
+    into.used_soft_pinned_pass |= r.used_soft_pinned_pass;
+    if (!r.status.ok()) into.status = r.status;
+  }
 
   // Eviction order (V3): earliest lease deadline first; ties: the larger first,
   // so fewer commits reach the goal.

@@ -70,6 +70,7 @@
 #include "cairn/directory/quota.h"
 #include "cairn/epoch/epoch_domain.h"
 #include "cairn/tenant/internal/tenant_map.h"
+#include "cairn/tenant/remove_all.h"
 
 CAIRN_NAMESPACE_BEGIN
 
@@ -196,7 +197,7 @@ class RegistryHooks {
   template <typename Registry>
   static Status RemoveUnlogged(Registry& r, std::string_view name,
                                TenantInstanceId instance) {
-    return r.RemoveInstance(name, instance, nullptr);
+    return r.RemoveInstance(name, instance, nullptr, /*if_empty=*/false);
   }
   // Raises the instance counter so every later id is > `instance`. Never
   // lowers it. Lock-free.
@@ -325,7 +326,43 @@ class TenantRegistry {
   // before it is published and durable when Remove returns; a log error fails
   // it.
   Status Remove(std::string_view name, TenantInstanceId instance) {
-    return RemoveInstance(name, instance, options_.durable_log);
+    return RemoveInstance(name, instance, options_.durable_log,
+                          /*if_empty=*/false);
+  }
+
+  // Remove, only if the tenant's directory holds no object (a pending put
+  // counts) (T3). Under the shard's writer lock the directory is sealed
+  // (GroupDirectory::SealIfEmpty): a create in the tenant either counted its
+  // object first, and the removal fails, or finds the directory sealed and
+  // fails with kFailedPrecondition; so a removed tenant never gains an
+  // object, through a held handle either. Errors, no change:
+  // kFailedPrecondition "tenant is not empty: directory holds N objects",
+  // and those of Remove. A failed log append after the seal lifts it again
+  // (creates refused meanwhile saw kFailedPrecondition). Logged as Remove
+  // (kTenantRemove). Locks the shard's writer lock.
+  Status RemoveIfEmpty(std::string_view name, TenantInstanceId instance) {
+    return RemoveInstance(name, instance, options_.durable_log,
+                          /*if_empty=*/true);
+  }
+
+  // Removes the objects of tenant `name` if it is still instance `instance`
+  // (T4, RemoveAllObjects in cairn/tenant/remove_all.h): without force,
+  // leased, pinned, busy and pending objects and groups holding one are
+  // kept and reported; with force everything goes. Each removal is a
+  // directory erase (logged, H1; its quota charge released, Q2). The tenant
+  // stays in the registry (RemoveIfEmpty removes it once it is empty).
+  // result.status is kNotFound (code-only) if there is no such tenant
+  // instance. No registry lock is held while it runs. Not for use inside
+  // WithTenant.
+  RemoveAllResult RemoveAll(std::string_view name, TenantInstanceId instance,
+                            const RemoveAllOptions& options = {}) {
+    Result<Handle> tenant = Find(name);
+    if (!tenant.ok() || tenant.value()->instance_id() != instance) {
+      RemoveAllResult result;
+      result.status = Status(StatusCode::kNotFound);
+      return result;
+    }
+    return RemoveAllObjects(tenant.value()->directory(), options);
   }
 
   const Handle& default_tenant() const noexcept { return default_; }
@@ -527,12 +564,12 @@ class TenantRegistry {
 
   // Remove's body; `log` null for a removal that is not logged (replay).
   Status RemoveInstance(std::string_view name, TenantInstanceId instance,
-                        DurableLog* log) {
+                        DurableLog* log, bool if_empty) {
     if (name == options_.default_tenant) {
       return FailedPreconditionError("the default tenant is never removed");
     }
     try {
-      return RemoveFromShard(name, instance, log);
+      return RemoveFromShard(name, instance, log, if_empty);
     } catch (const std::bad_alloc&) {
       // Thrown before the new map was published: nothing changed.
       return ResourceExhaustedError("out of memory removing a tenant");
@@ -540,7 +577,7 @@ class TenantRegistry {
   }
 
   Status RemoveFromShard(std::string_view name, TenantInstanceId instance,
-                         DurableLog* log) {
+                         DurableLog* log, bool if_empty) {
     TenantLogStep step(log);
     CAIRN_RETURN_IF_ERROR(step.Reserve(name));
     const std::uint64_t hash = base_internal::RouteHash(name);
@@ -560,7 +597,21 @@ class TenantRegistry {
       // Built before the append, so a failed allocation logs nothing.
       std::unique_ptr<TenantMap> next =
           TenantMap::Rebuilt(m, named, 0, nullptr);
-      CAIRN_RETURN_IF_ERROR(step.Append(DurableOp::kTenantRemove, *removed));
+      // T3: sealed under the shard lock after the last step that may throw,
+      // so every way out below either removes the tenant or lifts the seal.
+      bool sealed_here = false;
+      if (if_empty) {
+        auto& dir = removed->directory();
+        sealed_here = !dir.is_sealed();
+        if (Status empty = dir.SealIfEmpty(); !empty.ok()) {
+          return FailedPreconditionError("tenant is not empty: " +
+                                         std::string(empty.message()));
+        }
+      }
+      if (Status s = step.Append(DurableOp::kTenantRemove, *removed); !s.ok()) {
+        if (sealed_here) removed->directory().Unseal();
+        return s;
+      }
       old = Swap(shard, std::move(next));
       // The replaced map frees the entry when its grace period ends: a
       // reader may still hold it.
