@@ -7,6 +7,11 @@ Population 1M objects (CAIRN_SUITE_POPULATION overrides it for smoke runs).
 Quick mode runs the two gate rows at threads 1, 2 and 8 and every other row
 at 2 threads, 5 repetitions; --full sweeps every row at 1, 2 and 8 threads
 with 7 repetitions.
+
+directory.batch_put (cairn_directory_batch_benchmark): BatchCreatePending +
+BatchCommit of 32 keys against the same 32 puts by CreatePending + Commit,
+one thread, through a FileDurableLog that syncs on a real file in
+$CAIRN_BENCH_DIR (default /tmp); the two run interleaved in one invocation.
 """
 
 import pathlib
@@ -16,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
 import gate_helpers  # noqa: E402  (bench/common/gate_helpers.py)
 
 BINARY = "cairn_directory_benchmark"
+BATCH_BINARY = "cairn_directory_batch_benchmark"
 THREADS = gate_helpers.THREADS
 MIXES = (("A", 50), ("B", 95), ("C", 100))
 _m = gate_helpers.millions
@@ -100,6 +106,21 @@ def directory_gates(ctx, plan):
     return records
 
 
+def batch_put_gates(ctx, plan):
+    # Both paths interleaved in one invocation, so the ratio is side by side.
+    runs = ctx.run_bench(BATCH_BINARY, "BM_BatchPut/(batch|single)/real_time$",
+                         repetitions=plan.reps, min_time=plan.min_time)
+    batch = ctx.median(runs, "BM_BatchPut/batch/real_time")
+    single = ctx.median(runs, "BM_BatchPut/single/real_time")
+    per_sync = ctx.median(runs, "BM_BatchPut/batch/real_time", "records_per_sync")
+    return [ctx.gate(
+        "directory.batch_put", "BatchCreatePending + BatchCommit of 32 keys vs the same puts "
+        "by CreatePending + Commit, FileDurableLog with fdatasync on a real file", 1, None,
+        "batch calls", "single calls", batch, single, "acknowledged puts/s",
+        higher_is_better=True, goal_value=10.0,
+        note=f"batch path: {per_sync:.1f} records per sync")]
+
+
 GROUP_BINARY = "cairn_group_benchmark"
 
 
@@ -139,6 +160,8 @@ def run(ctx):
     return gate_helpers.run_sections(
         ctx, ((BINARY, "BM_DirSelfCheck", directory_gates,
                ("directory.W2.batch_rw", "directory.W6.zipf_a_point")),
+              (BATCH_BINARY, "BM_BatchPutSelfCheck", batch_put_gates,
+               ("directory.batch_put",)),
               (GROUP_BINARY, "BM_GroupSelfCheck", group_gates,
                ("route.W4.group_teardown",))),
         gate_helpers.Plan(ctx))

@@ -98,6 +98,12 @@ Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
   return Status::Ok();
 }
 
+Result<LogReservation> InMemoryDurableLog::ReserveBatch(std::size_t records,
+                                                        std::size_t bytes) {
+  CAIRN_CHECK_MSG(records >= 1, "ReserveBatch of no record");
+  return Reserve(bytes);
+}
+
 Result<LogReservation> InMemoryDurableLog::Reserve(std::size_t bytes) {
   std::function<void()> hook;
   {
@@ -142,17 +148,20 @@ Status InMemoryDurableLog::Finalize(const LogReservation& reservation,
   MutexLock lock(&mu_);
   CAIRN_CHECK_MSG(open_ > 0, "Finalize without an open reservation");
   --open_;
-  auto it = std::find_if(
+  ++finalize_calls_;
+  const bool any = std::any_of(
       records_.begin(), records_.end(),
       [&](const Record& r) { return r.reservation == reservation.id; });
-  CAIRN_CHECK_MSG(it != records_.end(),
-                  "Finalize of a reservation with no record");
+  CAIRN_CHECK_MSG(any, "Finalize of a reservation with no record");
   if (!finalize_error_.ok()) {
     sticky_error_ = std::exchange(finalize_error_, Status::Ok());
     return sticky_error_;
   }
-  it->state = RecordState::kDurable;
-  it->tokens.assign(tokens.begin(), tokens.end());
+  for (Record& r : records_) {
+    if (r.reservation != reservation.id) continue;
+    r.state = RecordState::kDurable;
+    r.tokens.assign(tokens.begin(), tokens.end());
+  }
   return Status::Ok();
 }
 
@@ -215,6 +224,11 @@ std::size_t InMemoryDurableLog::open_reservations() const {
 std::uint64_t InMemoryDurableLog::reserve_calls() const {
   MutexLock lock(&mu_);
   return reserve_calls_;
+}
+
+std::uint64_t InMemoryDurableLog::finalize_calls() const {
+  MutexLock lock(&mu_);
+  return finalize_calls_;
 }
 
 CAIRN_NAMESPACE_END

@@ -515,6 +515,37 @@ Result<LogReservation> FileDurableLog::Reserve(std::size_t bytes) {
   return LogReservation{id, bytes};
 }
 
+Result<LogReservation> FileDurableLog::ReserveBatch(std::size_t records,
+                                                    std::size_t bytes) {
+  if (records == 0) {
+    return InvalidArgumentError("durable log: a batch of no record");
+  }
+  const std::uint64_t charge =
+      bytes + std::uint64_t{records} * kDurableLogFrameBytes;
+  if (charge > options_.max_pending_bytes) {
+    return InvalidArgumentError("durable log: batch over max_pending_bytes");
+  }
+  Slot slot;
+  // The first record's buffer, allocated here, before any lock.
+  slot.frame.reserve(charge / records);
+  slot.charged = charge;
+  slot.batch = true;
+  slot.more.reserve(records - 1);
+  MutexLock lock(&mu_);
+  if (!error_.ok()) {
+    ++totals_.refused_failed;
+    return error_;
+  }
+  if (pending_bytes_ + charge > options_.max_pending_bytes) {
+    ++totals_.refused_pending;
+    return ResourceExhaustedError("durable log: max_pending_bytes reached");
+  }
+  pending_bytes_ += charge;
+  const std::uint64_t id = next_id_++;
+  slots_.emplace(id, std::move(slot));
+  return LogReservation{id, bytes};
+}
+
 Status FileDurableLog::Append(const LogReservation& reservation,
                               std::string_view record) {
   if (record.empty() || record.size() > options_.max_record_bytes) {
@@ -528,8 +559,32 @@ Status FileDurableLog::Append(const LogReservation& reservation,
   }
   auto it = slots_.find(reservation.id);
   CAIRN_CHECK_MSG(
-      it != slots_.end() && it->second.state == SlotState::kReserved,
-      "Append needs a reservation that has no record yet");
+      it != slots_.end() &&
+          (it->second.state == SlotState::kReserved ||
+           (it->second.batch && it->second.state == SlotState::kAppended)),
+      "Append needs a reservation that has no record yet, or a batch's");
+  if (it->second.state == SlotState::kAppended) {
+    // A batch's next record: a slot of its own, in append order, charged
+    // from what the batch reserved while that lasts.
+    Slot& head = it->second;
+    Slot more;
+    more.state = SlotState::kAppended;
+    more.frame.assign(kDurableLogFrameBytes, '\0');
+    more.frame.append(record);
+    more.charged = more.frame.size();
+    const std::uint64_t spare = head.charged - head.frame.size();
+    const std::uint64_t taken = std::min<std::uint64_t>(spare, more.charged);
+    head.charged -= taken;
+    pending_bytes_ += more.charged - taken;
+    more.seq = ++appended_seq_;
+    const std::uint64_t id = next_id_++;
+    head.more.push_back(id);
+    slots_.emplace(id, std::move(more));
+    order_.push_back(id);
+    ++totals_.appended_records;
+    totals_.appended_bytes += record.size();
+    return Status::Ok();
+  }
   Slot& slot = it->second;
   // The frame's length, LSN and checksum are filled in when it is written
   // (the LSN is assigned then).
@@ -672,7 +727,12 @@ Status FileDurableLog::Finalize(const LogReservation& reservation,
         it != slots_.end() && it->second.state == SlotState::kAppended,
         "Finalize needs an appended record");
     it->second.state = SlotState::kFinalized;
-    const std::uint64_t seq = it->second.seq;
+    std::uint64_t seq = it->second.seq;
+    for (const std::uint64_t more : it->second.more) {
+      Slot& slot = slots_.at(more);
+      slot.state = SlotState::kFinalized;
+      seq = std::max(seq, slot.seq);
+    }
     for (;;) {
       if (written_seq_ >= seq) {
         durable = true;
@@ -706,7 +766,14 @@ void FileDurableLog::Cancel(const LogReservation& reservation) noexcept {
     slots_.erase(it);
     return;
   }
-  // Appended: void it in place; the next flush drops it from the prefix.
+  // Appended: void it (and a batch's later records) in place; the next
+  // flush drops them from the prefix.
+  for (const std::uint64_t more : it->second.more) {
+    Slot& slot = slots_.at(more);
+    ++totals_.cancelled_records;
+    slot.state = SlotState::kCancelled;
+    slot.frame.clear();
+  }
   ++totals_.cancelled_records;
   it->second.state = SlotState::kCancelled;
   it->second.frame.clear();

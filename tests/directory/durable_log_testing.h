@@ -35,6 +35,9 @@ struct cairn::DurablePayloadCodec<LoggedPayload> {
   static void Encode(const LoggedPayload& p, std::string* out) {
     out->append(p.bytes);
   }
+  static cairn::Result<LoggedPayload> Decode(std::string_view bytes) {
+    return LoggedPayload{std::string(bytes)};
+  }
 };
 
 namespace cairn::testing {

@@ -5,20 +5,31 @@
 // directory and against a single-threaded model of the semantics (singletons,
 // explicit groups with one shared lease, create-or-join, erase, erase-group
 // all-or-none, matched erase, leases on the injected clock, reads that grant
-// a lease), compared in full after every step.
+// a lease), compared in full after every step. A second model drives the
+// batch mutations (BatchCreatePending, BatchCommit, BatchErase, D10) with
+// quota, a durable log and eviction commits, and checks Q2 (charged bytes
+// equal the live objects' charges) and V1 (each group wholly present or
+// wholly gone) after every step.
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "cairn/base/clock.h"
+#include "cairn/directory/directory_hooks.h"
+#include "cairn/directory/durable_log.h"
 #include "cairn/directory/group_directory.h"
+#include "cairn/directory/quota.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"
 
@@ -289,6 +300,247 @@ TYPED_TEST(GroupDirectoryModelTest, RandomSequencesMatchSingleThreadedModel) {
           dir.VisitHandles([&](auto handles) { visited += handles.size(); }, 3)
               .ok());
       EXPECT_EQ(visited, model.objects.size());
+      if (::testing::Test::HasFailure()) return;
+    }
+    for (const auto& [id, count] : removals) EXPECT_EQ(count, 1) << id;
+  }
+}
+
+struct BatchModelObject {
+  ObjectToken token;
+  std::string group;
+  std::uint64_t counted = 0;
+  bool pending = true;
+  bool hard_pin = false;
+  std::int64_t lease = 0;  // singletons only
+};
+
+TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
+  using Dir = testing::TestDirectory<TypeParam>;
+  using Handle = typename Dir::Handle;
+  const int seeds = testing::StressIterations(testing::kUnderTsan ? 8 : 30);
+  const int steps = testing::StressIterations(testing::kUnderTsan ? 300 : 600);
+  for (int seed = 0; seed < seeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ManualClock clock;
+    QuotaAccount quota(400);
+    InMemoryDurableLog log;
+    DirectoryOptions options;
+    options.clock = &clock;
+    options.quota = &quota;
+    options.durable_log = &log;
+    options.route.bucket_count = 4;
+    options.lifecycle_stripes = 2;
+    std::map<ObjectId, int> removals;
+    options.on_removed = [&](const RemovedObject& r) {
+      ++removals[r.token.object];
+    };
+    Dir dir(std::move(options));
+    std::map<std::string, BatchModelObject> model;
+    std::map<std::string, std::int64_t> group_lease;  // live groups only
+    std::vector<std::pair<std::string, ObjectToken>> history;
+    std::mt19937_64 rng(seed * 104729 + 3);
+    auto rand = [&](std::uint64_t n) { return rng() % n; };
+    std::vector<std::string> keys;
+    for (int i = 0; i < 12; ++i) keys.push_back(testing::Key("k", i));
+    const std::vector<std::string> groups = {"", "", "ga", "gb"};
+    auto charged = [&] {
+      std::uint64_t sum = 0;
+      for (const auto& [k, o] : model) sum += o.counted;
+      return sum;
+    };
+    auto members = [&](const std::string& group) {
+      std::vector<std::string> out;
+      for (const auto& [k, o] : model) {
+        if (o.group == group) out.push_back(k);
+      }
+      return out;
+    };
+    auto remove = [&](const std::string& key) {
+      const std::string group = model.at(key).group;
+      model.erase(key);
+      if (!group.empty() && members(group).empty()) group_lease.erase(group);
+    };
+    auto lease_of = [&](const BatchModelObject& o) {
+      return o.group.empty() ? o.lease : group_lease.at(o.group);
+    };
+
+    for (int step = 0; step < steps; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const std::int64_t now = clock.NowNanos();
+      const std::size_t batch = 1 + rand(5);
+      switch (rand(6)) {
+        case 0:
+        case 1: {  // BatchCreatePending
+          std::vector<std::string> names;
+          std::vector<typename Dir::PendingPut> puts;
+          for (std::size_t i = 0; i < batch; ++i) {
+            names.push_back(keys[rand(keys.size())]);
+          }
+          for (const std::string& n : names) {
+            typename Dir::PendingPut put;
+            put.key = n;
+            put.options.counted_bytes = rand(4) == 0 ? 0 : 1 + rand(120);
+            put.options.size_bytes = put.options.counted_bytes;
+            put.options.group = groups[rand(groups.size())];
+            put.options.hard_pin = rand(8) == 0;
+            if (rand(4) == 0) put.options.lease_ttl = std::chrono::seconds(3);
+            puts.push_back(std::move(put));
+          }
+          const auto made = dir.BatchCreatePending(puts);
+          ASSERT_EQ(made.size(), puts.size());
+          for (std::size_t i = 0; i < puts.size(); ++i) {
+            const CreateOptions& o = puts[i].options;
+            // As CreatePending: the quota is charged before the route is
+            // looked at.
+            if (o.counted_bytes != 0 &&
+                charged() + o.counted_bytes > quota.limit()) {
+              EXPECT_EQ(made[i].status().code(),
+                        StatusCode::kResourceExhausted);
+              continue;
+            }
+            if (model.count(names[i]) != 0) {
+              EXPECT_EQ(made[i].status().code(), StatusCode::kAlreadyExists);
+              continue;
+            }
+            ASSERT_TRUE(made[i].ok()) << made[i].status().ToString();
+            BatchModelObject m;
+            m.token = made[i]->token();
+            m.group = std::string(o.group);
+            m.counted = o.counted_bytes;
+            m.hard_pin = o.hard_pin;
+            const std::int64_t deadline =
+                o.lease_ttl.count() > 0 ? now + o.lease_ttl.count() : 0;
+            if (m.group.empty()) {
+              m.lease = deadline;
+            } else {
+              std::int64_t& g = group_lease[m.group];
+              g = std::max(g, deadline);
+            }
+            model[names[i]] = m;
+            history.emplace_back(names[i], m.token);
+          }
+          break;
+        }
+        case 2: {  // BatchCommit of current and stale tokens
+          if (history.empty()) break;
+          std::vector<std::string> names;
+          std::vector<ObjectToken> tokens;
+          for (std::size_t i = 0; i < batch; ++i) {
+            const auto& [k, t] = history[rand(history.size())];
+            names.push_back(k);
+            tokens.push_back(t);
+          }
+          std::vector<std::string_view> views(names.begin(), names.end());
+          const std::vector<Status> out = dir.BatchCommit(views, tokens);
+          ASSERT_EQ(out.size(), names.size());
+          for (std::size_t i = 0; i < names.size(); ++i) {
+            auto it = model.find(names[i]);
+            if (it == model.end() ||
+                it->second.token.object != tokens[i].object) {
+              EXPECT_EQ(out[i].code(), StatusCode::kNotFound);
+            } else if (!it->second.pending) {
+              EXPECT_EQ(out[i].code(), StatusCode::kFailedPrecondition);
+            } else {
+              EXPECT_TRUE(out[i].ok()) << out[i].ToString();
+              it->second.pending = false;
+            }
+          }
+          break;
+        }
+        case 3: {  // BatchErase
+          std::vector<std::string> names;
+          for (std::size_t i = 0; i < batch; ++i) {
+            names.push_back(keys[rand(keys.size())]);
+          }
+          const bool force = rand(2) == 0;
+          std::vector<std::string_view> views(names.begin(), names.end());
+          const std::vector<Status> out =
+              dir.BatchErase(views, EraseOptions{force});
+          for (std::size_t i = 0; i < names.size(); ++i) {
+            auto it = model.find(names[i]);
+            if (it == model.end() || it->second.pending) {
+              EXPECT_EQ(out[i].code(), StatusCode::kNotFound);
+            } else if (!force && lease_of(it->second) > now) {
+              EXPECT_EQ(out[i].code(), StatusCode::kFailedPrecondition);
+            } else {
+              EXPECT_TRUE(out[i].ok()) << out[i].ToString();
+              remove(names[i]);
+            }
+          }
+          break;
+        }
+        case 4: {  // an eviction commit of one unit (V1)
+          const std::string& key = keys[rand(keys.size())];
+          Result<Handle> h = dir.Pin(key);
+          auto it = model.find(key);
+          ASSERT_EQ(h.ok(), it != model.end() && !it->second.pending);
+          if (!h.ok()) break;
+          std::uint64_t version = 0;
+          ASSERT_TRUE(
+              dir.WithHandle(h.value(),
+                             [&](const auto& v) { version = v.version(); })
+                  .ok());
+          std::vector<std::string> unit = it->second.group.empty()
+                                              ? std::vector<std::string>{key}
+                                              : members(it->second.group);
+          bool evictable = true;
+          for (const std::string& m : unit) {
+            const BatchModelObject& o = model.at(m);
+            evictable &= !o.pending && !o.hard_pin && lease_of(o) <= now;
+          }
+          std::vector<EvictedObject<testing::TestPayload>> out;
+          const StatusCode code = DirectoryHooks::EvictIfUnchanged(
+              dir, h.value(), version, false, &out);
+          if (!evictable) {
+            EXPECT_EQ(code, StatusCode::kAborted);
+            EXPECT_TRUE(out.empty());
+            break;
+          }
+          EXPECT_EQ(code, StatusCode::kOk);
+          EXPECT_EQ(out.size(), unit.size());
+          for (const std::string& m : unit) remove(m);
+          break;
+        }
+        default:
+          clock.Advance(std::chrono::seconds(1 + rand(2)));
+          break;
+      }
+
+      // Q2: the account holds exactly the live objects' charges, pending
+      // ones included; the pending gauge the pending ones'.
+      ASSERT_EQ(quota.charged(), charged());
+      std::uint64_t pending = 0;
+      for (const auto& [k, o] : model) pending += o.pending ? o.counted : 0;
+      ASSERT_EQ(dir.pending_charge_bytes(), pending);
+      // Each key routes as the model says (pending: not visible).
+      for (const std::string& k : keys) {
+        auto it = model.find(k);
+        Result<Handle> h = dir.Pin(k);
+        const bool active = it != model.end() && !it->second.pending;
+        ASSERT_EQ(h.ok(), active) << k;
+        if (active) {
+          EXPECT_EQ(h.value().token(), it->second.token) << k;
+        }
+      }
+      // V1: every group is wholly present (its members are exactly the
+      // model's) or wholly gone.
+      for (const std::string& g : {std::string("ga"), std::string("gb")}) {
+        auto found = dir.FindGroup(g);
+        const std::vector<std::string> expect = members(g);
+        ASSERT_EQ(found.ok(), !expect.empty()) << g;
+        if (!found.ok()) continue;
+        std::set<ObjectId> ids;
+        for (ObjectId id : found.value()->MemberIds()) ids.insert(id);
+        std::set<ObjectId> want;
+        for (const std::string& m : expect) {
+          want.insert(model.at(m).token.object);
+        }
+        EXPECT_EQ(ids, want) << g;
+        EXPECT_EQ(found.value()->lease_deadline_nanos(), group_lease.at(g));
+      }
+      EXPECT_EQ(dir.object_count(), model.size());
+      EXPECT_EQ(log.open_reservations(), 0u);
       if (::testing::Test::HasFailure()) return;
     }
     for (const auto& [id, count] : removals) EXPECT_EQ(count, 1) << id;

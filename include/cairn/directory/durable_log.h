@@ -22,7 +22,17 @@
 //                           effect; a record appended under `r` is void and
 //                           never becomes durable
 //
-// Every successful Reserve is ended by exactly one Finalize or Cancel.
+// A batch mutation (GroupDirectory::BatchCommit, BatchErase) takes one
+// ReserveBatch for all its records instead of one Reserve each, appends one
+// record per change under that reservation (each inside the critical section
+// that makes its change, so per-key order holds), and ends it with one
+// Finalize naming every changed instance, or one Cancel if no change took
+// effect. The records stay separate records, each the record the single call
+// would have appended, so a reader or a replay cannot tell them apart from
+// the singles'.
+//
+// Every successful Reserve or ReserveBatch is ended by exactly one Finalize
+// or Cancel.
 // Records of one key reach the log in the order their changes became
 // visible: each is appended inside the critical section that makes its
 // change (docs/concurrency.md, "Durable log").
@@ -93,6 +103,16 @@ class DurableLog {
   // The change did not take effect: releases the room and voids a record
   // appended under `reservation`. Called with no lock held.
   virtual void Cancel(const LogReservation& reservation) noexcept = 0;
+  // Reserves room for a batch: up to `records` records of about `bytes`
+  // bytes in all (`records` >= 1). Append may then be called once per
+  // record (at most `records` times), each append a record of its own that
+  // takes its place in the log's order when it is appended; one Finalize
+  // makes every record appended under the reservation durable (returning
+  // OK only once all of them are, else the log's error, as Finalize), and
+  // one Cancel voids them all. Finalize is only called if at least one
+  // record was appended. Errors as Reserve; nothing is reserved then.
+  virtual Result<LogReservation> ReserveBatch(std::size_t records,
+                                              std::size_t bytes) = 0;
 };
 
 // What a record says happened.
@@ -256,6 +276,11 @@ class InMemoryDurableLog final : public DurableLog {
   Status Finalize(const LogReservation& reservation,
                   std::span<const ObjectToken> tokens) override;
   void Cancel(const LogReservation& reservation) noexcept override;
+  // Counted as one Reserve call (reserve_calls) and failed by FailReserve
+  // as Reserve is. Each record of the batch is one Record; Finalize gives
+  // every one of them the whole token list.
+  Result<LogReservation> ReserveBatch(std::size_t records,
+                                      std::size_t bytes) override;
 
   // The next `count` Reserve (or Append) calls fail with `status`.
   void FailReserve(Status status, int count = 1);
@@ -276,11 +301,14 @@ class InMemoryDurableLog final : public DurableLog {
   // Reservations neither finalized nor cancelled.
   std::size_t open_reservations() const;
   std::uint64_t reserve_calls() const;
+  // Finalize calls made (each one wait for durability).
+  std::uint64_t finalize_calls() const;
 
  private:
   mutable Mutex mu_;
   std::uint64_t next_id_ CAIRN_GUARDED_BY(mu_) = 1;
   std::uint64_t reserve_calls_ CAIRN_GUARDED_BY(mu_) = 0;
+  std::uint64_t finalize_calls_ CAIRN_GUARDED_BY(mu_) = 0;
   std::size_t open_ CAIRN_GUARDED_BY(mu_) = 0;
   Status reserve_error_ CAIRN_GUARDED_BY(mu_);
   int reserve_failures_ CAIRN_GUARDED_BY(mu_) = 0;

@@ -186,26 +186,7 @@ class GroupDirectory {
       // Durable log (H1): reserved before the object lock.
       LogStep log(options_.durable_log, options_.tenant_instance);
       if (Status s = log.Reserve(key, e); !s.ok()) return s;
-      {
-        WriterLock lock(&e->mu_);
-        if (e->lifecycle_.load(std::memory_order_relaxed) !=
-            Lifecycle::kCreating) {
-          return FailedPreconditionError("object is not kCreating");
-        }
-        directory_internal::Ledger& ledger = e->ledger_;
-        if (Status s = log.AppendObject(
-                DurableOp::kCommit, e,
-                e->version_.load(std::memory_order_relaxed) + 1, e->size_bytes_,
-                ledger.pending, LogPayload::kEntry);
-            !s.ok()) {
-          return s;
-        }
-        e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
-        ledger.state = directory_internal::Ledger::kCommitted;
-        DropPendingCharge(ledger);
-        e->SetLifecycle(Lifecycle::kActive);
-        e->version_.fetch_add(1, std::memory_order_relaxed);
-      }
+      if (Status s = CommitLocked(e, &log); !s.ok()) return s;
       return log.Finalize(token);
     }());
   }
@@ -535,6 +516,180 @@ class GroupDirectory {
   // kUnavailable. Joins racing the teardown fail with kFailedPrecondition.
   Status EraseGroup(std::string_view name, EraseOptions options = {}) {
     return Counted(MetricOp::kEraseGroup, EraseGroupImpl(name, options));
+  }
+
+  // ---- batch mutations (D10, docs/directory.md "Batch mutations") ----------
+  //
+  // Each batch call stands for its single calls issued in index order by
+  // one thread: every key gets the Status its single call would have
+  // returned at that point, so a key that fails (exists, quota refused,
+  // wrong token, leased...) does not fail the others, and a key repeated in
+  // one batch meets what its earlier occurrence did (a second pending
+  // create of it is kAlreadyExists, a second commit of one token
+  // kFailedPrecondition, a second erase kNotFound). A batch is not atomic:
+  // other threads see each key's change as soon as it is made, in index
+  // order. What is shared is the durable log's cost: one ReserveBatch for
+  // the whole batch, one record appended per change (under that object's
+  // lock, as the single call appends it), and one Finalize, so one wait for
+  // durability (FileDurableLog: one write and one fdatasync) covers every
+  // record. If the log cannot make the batch durable (H5), every key whose
+  // record was in it returns the log's error: its change is made and
+  // visible, as a single call's is, but not acknowledged; keys that failed
+  // on their own keep their own error. A failed ReserveBatch fails every
+  // key that passed its argument checks, with nothing changed. The result
+  // always has one Status per key, in order. Not for use inside a callback.
+
+  // One put of BatchCreatePending.
+  struct PendingPut {
+    std::string_view key;
+    CreateOptions options;
+    Payload payload{};
+  };
+
+  // CreatePending for each put, in order; each payload is moved from.
+  // Result i is CreatePending's for puts[i] (quota charged per put, Q1: a
+  // refused put charges nothing and does not stop the others). A pending
+  // put writes no log record, so this saves no log work over the loop of
+  // CreatePending it stands for; each put takes its own route write
+  // (retire budget, stripe). Empty `puts`: an empty result.
+  std::vector<Result<Handle>> BatchCreatePending(std::span<PendingPut> puts) {
+    std::vector<Result<Handle>> out;
+    out.reserve(puts.size());
+    for (PendingPut& put : puts) {
+      out.push_back(
+          CreatePending(put.key, put.options, std::move(put.payload)));
+    }
+    return out;
+  }
+
+  // Commit for each (keys[i], tokens[i]), in order, with one log
+  // reservation and one Finalize for the batch. The route is read inside
+  // one epoch guard for the whole batch (as WithObjects), each object
+  // locked exclusively in turn, never two at once. Per-key errors as
+  // Commit. keys and tokens of different lengths: every key is
+  // kInvalidArgument, nothing changes.
+  std::vector<Status> BatchCommit(KeySpan keys,
+                                  std::span<const ObjectToken> tokens) {
+    std::vector<Status> out(keys.size());
+    if (tokens.size() != keys.size()) {
+      for (Status& s : out) {
+        s = InvalidArgumentError("keys and tokens differ in count");
+      }
+      CountBatch(MetricOp::kCommit, out);
+      return out;
+    }
+    std::size_t records = 0;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      out[i] = CheckCall(keys[i]);
+      if (out[i].ok() && tokens[i].tenant != options_.tenant_instance) {
+        out[i] = NotFoundError();
+      }
+      if (out[i].ok()) {
+        ++records;
+        bytes += DurableRecordBytes(keys[i].size(), 0, 0);
+      }
+    }
+    // Durable log (H1): reserved before any object lock.
+    LogStep log(options_.durable_log, options_.tenant_instance);
+    if (records != 0) {
+      if (Status s = log.ReserveBatch(records, bytes); !s.ok()) {
+        FailChecked(out, s);
+        CountBatch(MetricOp::kCommit, out);
+        return out;
+      }
+    }
+    std::vector<std::size_t> done;
+    std::vector<ObjectToken> committed;
+    if (log.active()) {
+      done.reserve(records);
+      committed.reserve(records);
+    }
+    route_.WithEntries(keys, [&](std::size_t i, Entry* e) {
+      if (!out[i].ok()) return;
+      if (e == nullptr || e->id() != tokens[i].object) {
+        out[i] = NotFoundError();
+        return;
+      }
+      out[i] = CommitLocked(e, &log);
+      if (out[i].ok() && log.active()) {
+        done.push_back(i);
+        committed.push_back(tokens[i]);
+      }
+    });
+    if (Status durable = log.FinalizeBatch(committed); !durable.ok()) {
+      for (std::size_t i : done) out[i] = durable;  // made, not acknowledged
+    }
+    CountBatch(MetricOp::kCommit, out);
+    return out;
+  }
+
+  // Erase for each key, in order (`options` for every key), with one log
+  // reservation and one Finalize for the batch; the removal callbacks run
+  // after that Finalize, off-lock, in index order. Each key is erased under
+  // its lifecycle stripe as Erase does, one key at a time. Unlike Erase, the
+  // unlinks take no retire budget in advance (as EraseGroup): an unlink the
+  // route refuses for lack of room is parked and retried by later writes
+  // (Diagnostics().pending_unlinks), so no key waits for back-pressure
+  // while the batch's records are open. Per-key errors as Erase, without its
+  // kResourceExhausted.
+  std::vector<Status> BatchErase(KeySpan keys, EraseOptions options = {}) {
+    std::vector<Status> out(keys.size());
+    std::size_t records = 0;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      out[i] = CheckCall(keys[i]);
+      if (out[i].ok()) {
+        ++records;
+        bytes += DurableRecordBytes(keys[i].size(), 0, 0);
+      }
+    }
+    LogStep log(options_.durable_log, options_.tenant_instance);
+    if (records != 0) {
+      if (Status s = log.ReserveBatch(records, bytes); !s.ok()) {
+        FailChecked(out, s);
+        CountBatch(MetricOp::kErase, out);
+        return out;
+      }
+    }
+    RetryPendingUnlinks();
+    std::vector<Removal> removals;
+    std::vector<std::size_t> done;
+    // Every owner this batch pinned, released after the batch's record is
+    // finalized and its callbacks ran: a release may free an entry (host
+    // destructors), which must not run while the batch's records are open.
+    std::vector<Owner> held;
+    held.reserve(records);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!out[i].ok()) continue;
+      WriteBudget none;
+      Removal removal;
+      StripeLock stripe(&StripeFor(keys[i]), &stripe_waits_);
+      Owner owner = route_.Pin(keys[i]);
+      if (owner == nullptr) {
+        out[i] = NotFoundError();
+        continue;
+      }
+      out[i] =
+          EraseInstance(owner, options, &removal, &none, Lifecycle::kActive,
+                        std::numeric_limits<std::int64_t>::max(), &log);
+      if (out[i].ok()) {
+        removals.push_back(std::move(removal));
+        done.push_back(i);
+      }
+      held.push_back(std::move(owner));
+    }
+    // Finalized before the reclaim (payload destructors) and the callbacks.
+    std::vector<ObjectToken> tokens;
+    tokens.reserve(removals.size());
+    for (const Removal& r : removals) tokens.push_back(r.info.token);
+    if (Status durable = log.FinalizeBatch(tokens); !durable.ok()) {
+      for (std::size_t i : done) out[i] = durable;  // made, not acknowledged
+    }
+    route_.ReclaimIfDue();
+    for (Removal& r : removals) RunRemovedCallback(r);
+    CountBatch(MetricOp::kErase, out);
+    return out;
   }
 
   // ---- lifecycle and diagnostics --------------------------------------------
@@ -1646,6 +1801,37 @@ class GroupDirectory {
     return log->Finalize(tokens);
   }
 
+  // Commit's step under e's exclusive lock (taken here): kCreating ->
+  // kActive with its record appended first (H1); an error changes nothing.
+  Status CommitLocked(Entry* e, LogStep* log) {
+    WriterLock lock(&e->mu_);
+    if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kCreating) {
+      return FailedPreconditionError("object is not kCreating");
+    }
+    directory_internal::Ledger& ledger = e->ledger_;
+    if (Status s = log->AppendObject(
+            DurableOp::kCommit, e,
+            e->version_.load(std::memory_order_relaxed) + 1, e->size_bytes_,
+            ledger.pending, LogPayload::kEntry);
+        !s.ok()) {
+      return s;
+    }
+    e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+    ledger.state = directory_internal::Ledger::kCommitted;
+    DropPendingCharge(ledger);
+    e->SetLifecycle(Lifecycle::kActive);
+    e->version_.fetch_add(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
+  // A batch whose log reservation failed: every key that passed its
+  // checks gets the log's error.
+  static void FailChecked(std::vector<Status>& out, const Status& error) {
+    for (Status& s : out) {
+      if (s.ok()) s = error;
+    }
+  }
+
   // ---- log replay hooks (DirectoryHooks) ----
 
   Status ReplayErase(std::string_view key, ObjectId id) {
@@ -1699,6 +1885,10 @@ class GroupDirectory {
   Status Counted(MetricOp op, Status s) {
     CountOp(op, s.code());
     return s;
+  }
+  // Each key of a batch counted as its single op.
+  void CountBatch(MetricOp op, const std::vector<Status>& out) noexcept {
+    for (const Status& s : out) CountOp(op, s.code());
   }
   // Read paths: a hit (kOk) or a miss (kNotFound) on this thread's stripe;
   // other codes (bad argument, shut down) are not lookups. Returns `code`.

@@ -161,6 +161,17 @@ class FileDurableLog final : public DurableLog {
   Status Finalize(const LogReservation& reservation,
                   std::span<const ObjectToken> tokens) override;
   void Cancel(const LogReservation& reservation) noexcept override;
+  // A batch: every Append under it is a record (and, once written, an LSN)
+  // of its own, placed in append order among other writers' records; one
+  // Finalize waits for and writes them all (one sync when no other writer
+  // interleaves unresolved records), one Cancel voids them all. Until the
+  // batch is finalized, records appended after its first one (by any
+  // writer) wait for it to be resolved. Errors: the sticky error,
+  // kInvalidArgument (`records` is 0, or the batch could never fit in
+  // max_pending_bytes), kResourceExhausted (max_pending_bytes now). Each
+  // record is still at most max_record_bytes (checked at Append).
+  Result<LogReservation> ReserveBatch(std::size_t records,
+                                      std::size_t bytes) override;
 
   // OK, or the sticky write/sync error.
   Status status() const;
@@ -212,6 +223,10 @@ class FileDurableLog final : public DurableLog {
     std::uint64_t seq = 0;      // append order, from 1
     std::uint64_t charged = 0;  // bytes counted in pending_bytes_
     std::string frame;          // frame header (filled at write) + body
+    // A batch reservation's first slot (ReserveBatch): the ids of the
+    // slots its later Appends made, resolved with it.
+    bool batch = false;
+    std::vector<std::uint64_t> more;
   };
   struct OpenedLog;
 

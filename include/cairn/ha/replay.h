@@ -76,6 +76,15 @@ class StandbyLog final : public DurableLog {
   void Cancel(const LogReservation& reservation) noexcept override {
     target_.load(std::memory_order_acquire)->Cancel(reservation);
   }
+  Result<LogReservation> ReserveBatch(std::size_t records,
+                                      std::size_t bytes) override {
+    DurableLog* target = target_.load(std::memory_order_acquire);
+    if (target == nullptr) {
+      return FailedPreconditionError(
+          "a standby accepts no writes until it is promoted");
+    }
+    return target->ReserveBatch(records, bytes);
+  }
 
   // From now on every call goes to `log` (not owned; outlives this).
   void Attach(DurableLog* log) noexcept {

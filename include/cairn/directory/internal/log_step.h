@@ -72,6 +72,18 @@ class LogStep {
     record_.reserve(bytes);
     return Status::Ok();
   }
+  // A batch (DurableLog::ReserveBatch): up to `records` records, about
+  // `bytes` in all, each appended by its own Append*, ended by one
+  // FinalizeBatch.
+  Status ReserveBatch(std::size_t records, std::size_t bytes) {
+    if (log_ == nullptr) return Status::Ok();
+    Result<LogReservation> r = log_->ReserveBatch(records, bytes);
+    if (!r.ok()) return std::move(r).status();
+    reservation_ = *r;
+    reserved_ = true;
+    record_.reserve(bytes / records);
+    return Status::Ok();
+  }
 
   // Appends e's post-state as a one-object record. Caller holds e's lock
   // exclusively; nothing has changed yet, so an error changes nothing.
@@ -81,7 +93,7 @@ class LogStep {
     if (!reserved_) return Status::Ok();
     Begin(op, e->group(), 1);
     Add(e, version, size, counted, payload, given);
-    return log_->Append(reservation_, record_);
+    return Appended(log_->Append(reservation_, record_));
   }
   // The removal of e, with the state it has. Caller holds e's lock
   // exclusively.
@@ -102,7 +114,7 @@ class LogStep {
       Add(e, e->version_.load(std::memory_order_relaxed), e->size_bytes_,
           e->counted_bytes(), LogPayload::kNone, {});
     }
-    return log_->Append(reservation_, record_);
+    return Appended(log_->Append(reservation_, record_));
   }
 
   // The record is complete: OK once it is durable (the log calls back with
@@ -115,6 +127,15 @@ class LogStep {
   Status Finalize(ObjectToken token) {
     return Finalize(std::span<const ObjectToken>(&token, 1));
   }
+  // A batch's end: OK with no log or no record appended (the reservation
+  // is then cancelled), else as Finalize with every changed instance.
+  Status FinalizeBatch(std::span<const ObjectToken> tokens) {
+    if (appended_ == 0) {
+      Cancel();
+      return Status::Ok();
+    }
+    return Finalize(tokens);
+  }
   // Voids the reservation (and its record, if appended) unless it was
   // finalized. Caller holds no directory lock.
   void Cancel() noexcept {
@@ -122,6 +143,10 @@ class LogStep {
   }
 
  private:
+  Status Appended(Status s) {
+    if (s.ok()) ++appended_;
+    return s;
+  }
   void Begin(DurableOp op, const Group* group, std::uint32_t count) {
     record_.clear();
     BeginDurableRecord(op, tenant_, group == nullptr ? kNoGroup : group->id(),
@@ -152,6 +177,7 @@ class LogStep {
   DurableLog* const log_;
   const TenantInstanceId tenant_;
   bool reserved_ = false;
+  std::size_t appended_ = 0;  // records appended under the reservation
   LogReservation reservation_;
   std::string record_;
 };
