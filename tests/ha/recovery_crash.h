@@ -13,9 +13,12 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "cairn/base/status.h"
 #include "cairn/directory/durable_log.h"
@@ -39,11 +42,26 @@ inline Result<CrashBlob> DecodeCrashBlob(std::string_view bytes) {
 inline constexpr const char* kCrashTenants[] = {"default", "t1", "t2"};
 
 struct CrashOp {
-  enum Kind { kCreate, kErase, kUpsert, kMakeTenant, kRemoveTenant } kind;
+  enum Kind {
+    kCreate,
+    kErase,
+    kUpsert,
+    kBatchCreate,  // BatchCreatePending + BatchCommit of `keys` (D10)
+    kBatchErase,   // BatchErase of `keys`
+    kMakeTenant,
+    kRemoveTenant
+  } kind;
   std::string tenant;
   std::string key;
   std::string payload;
   std::uint64_t counted = 0;
+  std::vector<std::string> keys;  // a batch's keys, distinct
+
+  bool batch() const { return kind == kBatchCreate || kind == kBatchErase; }
+  // The payload of a batch create's i-th key.
+  std::string BatchPayload(std::size_t i) const {
+    return payload + "/" + std::to_string(i);
+  }
 };
 
 // The serial-th mutation of the sequence `rng` was seeded for.
@@ -54,16 +72,28 @@ inline CrashOp NextCrashOp(std::mt19937_64& rng, std::uint64_t serial) {
   op.key = "k" + std::to_string(rng() % 40);
   op.payload = "m" + std::to_string(serial);
   op.counted = rng() % 100;
-  if (dice < 45) {
+  if (dice < 38) {
     op.kind = CrashOp::kCreate;
-  } else if (dice < 70) {
+  } else if (dice < 58) {
     op.kind = CrashOp::kErase;
-  } else if (dice < 92) {
+  } else if (dice < 77) {
     op.kind = CrashOp::kUpsert;
+  } else if (dice < 86) {
+    op.kind = CrashOp::kBatchCreate;
+  } else if (dice < 92) {
+    op.kind = CrashOp::kBatchErase;
   } else if (dice < 97) {
     op.kind = CrashOp::kMakeTenant;
   } else {
     op.kind = CrashOp::kRemoveTenant;
+  }
+  if (op.batch()) {
+    const std::size_t n = 2 + rng() % 4;
+    std::set<std::string> seen;
+    while (op.keys.size() < n) {
+      std::string key = "k" + std::to_string(rng() % 40);
+      if (seen.insert(key).second) op.keys.push_back(std::move(key));
+    }
   }
   return op;
 }
@@ -78,11 +108,33 @@ using CrashState = std::map<std::string, std::map<std::string, CrashObject>>;
 
 inline CrashState InitialCrashState() { return {{"default", {}}}; }
 
-// What `op` does to `state`, as the registry does it: a create of a routed
-// key, an erase or upsert of a missing one, anything on a missing tenant
-// and a removal of the default tenant change nothing.
-inline void ApplyCrashOp(const CrashOp& op, CrashState* state) {
+// The steps of `op` a crash may split: a batch logs one record per key, so
+// a recovery may keep any prefix of its keys; any other op is one step.
+inline std::size_t CrashOpSteps(const CrashOp& op) {
+  return op.batch() ? op.keys.size() : 1;
+}
+
+// What the first `steps` steps of `op` do to `state`, as the registry does
+// it: a create of a routed key, an erase or upsert of a missing one,
+// anything on a missing tenant and a removal of the default tenant change
+// nothing; a batch changes each of its keys as the single call would.
+inline void ApplyCrashOpSteps(const CrashOp& op, std::size_t steps,
+                              CrashState* state) {
   auto tenant = state->find(op.tenant);
+  if (op.batch()) {
+    if (tenant == state->end()) return;
+    auto& objects = tenant->second;
+    for (std::size_t i = 0; i < steps && i < op.keys.size(); ++i) {
+      if (op.kind == CrashOp::kBatchCreate) {
+        objects.try_emplace(op.keys[i],
+                            CrashObject{op.BatchPayload(i), op.counted});
+      } else {
+        objects.erase(op.keys[i]);
+      }
+    }
+    return;
+  }
+  if (steps == 0) return;
   switch (op.kind) {
     case CrashOp::kMakeTenant:
       state->try_emplace(op.tenant);
@@ -112,6 +164,28 @@ inline void ApplyCrashOp(const CrashOp& op, CrashState* state) {
       return;
   }
 }
+inline void ApplyCrashOp(const CrashOp& op, CrashState* state) {
+  ApplyCrashOpSteps(op, CrashOpSteps(op), state);
+}
+
+// Whether a recovered state holds exactly the first `acked` mutations of
+// the sequence `seed` drives, and maybe part (a prefix of the steps) or all
+// of the one in flight.
+inline bool RecoveredAckedOrInFlight(const CrashState& got, std::uint64_t seed,
+                                     std::uint64_t acked) {
+  std::mt19937_64 rng(seed);
+  CrashState want = InitialCrashState();
+  for (std::uint64_t serial = 1; serial <= acked; ++serial) {
+    ApplyCrashOp(NextCrashOp(rng, serial), &want);
+  }
+  const CrashOp next = NextCrashOp(rng, acked + 1);
+  for (std::size_t steps = 0; steps <= CrashOpSteps(next); ++steps) {
+    CrashState partial = want;
+    ApplyCrashOpSteps(next, steps, &partial);
+    if (got == partial) return true;
+  }
+  return false;
+}
 
 // Runs `op` on `registry` as the model expects: OK for a mutation that
 // finds nothing to do, the registry's or log's error otherwise.
@@ -133,7 +207,48 @@ Status RunCrashOp(Registry& registry, const CrashOp& op) {
   }
   auto& dir = tenant.value()->directory();
   Status s;
+  using Directory = std::remove_reference_t<decltype(dir)>;
   switch (op.kind) {
+    case CrashOp::kBatchCreate: {
+      // A routed key is refused at its pending put and left out of the
+      // commit, as the model skips it.
+      std::vector<typename Directory::PendingPut> puts(op.keys.size());
+      for (std::size_t i = 0; i < op.keys.size(); ++i) {
+        puts[i].key = op.keys[i];
+        puts[i].options.counted_bytes = op.counted;
+        puts[i].payload = CrashBlob{op.BatchPayload(i)};
+      }
+      auto pending = dir.BatchCreatePending(puts);
+      std::vector<std::string_view> keys;
+      std::vector<ObjectToken> tokens;
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        if (pending[i].ok()) {
+          keys.push_back(op.keys[i]);
+          tokens.push_back(pending[i].value().token());
+        } else if (pending[i].status().code() != StatusCode::kAlreadyExists) {
+          s = pending[i].status();
+        }
+      }
+      if (!s.ok()) {
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          dir.Abort(keys[i], tokens[i]).IgnoreError();
+        }
+        return s;
+      }
+      for (const Status& committed : dir.BatchCommit(keys, tokens)) {
+        if (!committed.ok()) return committed;
+      }
+      return Status::Ok();
+    }
+    case CrashOp::kBatchErase: {
+      std::vector<std::string_view> keys(op.keys.begin(), op.keys.end());
+      for (const Status& erased : dir.BatchErase(keys)) {
+        if (!erased.ok() && erased.code() != StatusCode::kNotFound) {
+          return erased;
+        }
+      }
+      return Status::Ok();
+    }
     case CrashOp::kCreate: {
       CreateOptions o;
       o.counted_bytes = op.counted;

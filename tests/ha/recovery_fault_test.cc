@@ -8,7 +8,8 @@
 // call failed in turn, every write torn, a power cut after every sync in
 // each of the three modes). After each case, Recover from what the disk
 // kept must hold every acknowledged mutation (it returned OK), nothing
-// else but possibly the one in flight, and
+// else but possibly the one in flight (a batch's keys each on their own:
+// part of a batch in flight may survive), and
 // accounts equal to their objects' charges.
 
 #include <cerrno>
@@ -75,15 +76,6 @@ int RunPrimary(FaultEnv& env) {
   return acked;
 }
 
-CrashState Model(int mutations) {
-  std::mt19937_64 rng(kSeed);
-  CrashState state = testing::InitialCrashState();
-  for (int serial = 1; serial <= mutations; ++serial) {
-    testing::ApplyCrashOp(testing::NextCrashOp(rng, serial), &state);
-  }
-  return state;
-}
-
 // "" if recovery holds the acknowledged mutations (and maybe one more).
 std::string CheckRecovery(FaultEnv& env, int acked) {
   if (env.dead()) env.Reboot();
@@ -128,10 +120,10 @@ std::string CheckRecovery(FaultEnv& env, int acked) {
              std::to_string(sum);
     }
   }
-  if (got == Model(acked) || got == Model(acked + 1)) return "";
+  if (testing::RecoveredAckedOrInFlight(got, kSeed, acked)) return "";
   return std::to_string(acked) +
-         " acknowledged: the recovered state is neither the model's after "
-         "them nor after one more";
+         " acknowledged: the recovered state is not the model's after them, "
+         "with none, part or all of the next";
 }
 
 // The healthy run's counts, which bound each sweep.
