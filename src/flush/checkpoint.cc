@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/base/check.h"
 #include "cairn/base/internal/coding.h"
 
 CAIRN_NAMESPACE_BEGIN
@@ -71,11 +72,12 @@ std::uint64_t EntryBytes(const char* p) {
 }
 
 // Decodes the entry at p, of which `available` bytes are at hand (the rest
-// of the file's body), and checks that it ends at or before the
-// checkpoint's position. *bytes is its length.
+// of the file's body). *bytes is its length. An entry may lie past the
+// checkpoint's position (a record appended while the copy ran); the reader
+// checks it against the log (LogStore::Recover, the inspector).
 Status DecodeEntry(const char* p, std::uint64_t available,
-                   const CheckpointHeader& h, const std::string& path,
-                   CheckpointEntry* out, std::uint64_t* bytes) {
+                   const std::string& path, CheckpointEntry* out,
+                   std::uint64_t* bytes) {
   if (available < kCheckpointEntryBytes) return Truncated(path);
   *bytes = EntryBytes(p);
   if (available < *bytes) return Truncated(path);
@@ -86,12 +88,6 @@ Status DecodeEntry(const char* p, std::uint64_t available,
   out->key = std::string_view(
       p + kCheckpointEntryBytes,
       static_cast<std::size_t>(*bytes) - kCheckpointEntryBytes);
-  const RecordLocation& loc = out->location;
-  if (loc.block > h.block ||
-      (loc.block == h.block &&
-       loc.offset + std::uint64_t{loc.length} > h.offset)) {
-    return DataLossError("a checkpoint entry points past its position");
-  }
   return Status();
 }
 
@@ -138,8 +134,8 @@ std::string CheckpointTempPath(const std::string& dir) {
 
 CheckpointEncoder::CheckpointEncoder(std::uint32_t partitions,
                                      std::uint32_t databases,
-                                     std::uint64_t block,
-                                     std::uint32_t offset) {
+                                     std::uint64_t block, std::uint32_t offset)
+    : maps_(std::uint64_t{partitions} * databases) {
   PutFixed<std::uint64_t>(&out_, kCheckpointMagic);
   PutFixed<std::uint32_t>(&out_, kCheckpointVersion);
   PutFixed<std::uint32_t>(&out_, partitions);
@@ -147,10 +143,14 @@ CheckpointEncoder::CheckpointEncoder(std::uint32_t partitions,
   PutFixed<std::uint32_t>(&out_, offset);
   PutFixed<std::uint64_t>(&out_, block);
   PutFixed<std::uint64_t>(&out_, 0);  // the entry total, filled by Finish
+  out_.append(maps_ * sizeof(std::uint64_t), '\0');  // the counts
 }
 
-void CheckpointEncoder::AddMapCount(std::uint64_t entries) {
-  PutFixed<std::uint64_t>(&out_, entries);
+void CheckpointEncoder::SetMapCount(std::uint64_t map, std::uint64_t entries) {
+  CAIRN_CHECK(map < maps_);
+  char* at = out_.data() + kCheckpointHeaderBytes + map * sizeof(std::uint64_t);
+  entries_ -= LoadFixed<std::uint64_t>(at);
+  StoreFixed<std::uint64_t>(at, entries);
   entries_ += entries;
 }
 
@@ -226,14 +226,11 @@ Status CheckpointFile::ForEachEntry(
   const char* p = bytes_.data();
   const std::size_t body = bytes_.size() - kSealBytes;
   std::size_t pos = entries_begin_;
-  CheckpointHeader h;
-  h.block = block_;
-  h.offset = offset_;
   for (std::uint64_t i = 0; i < entries_; ++i) {
     CheckpointEntry entry;
     std::uint64_t bytes = 0;
     CAIRN_RETURN_IF_ERROR(
-        DecodeEntry(p + pos, body - pos, h, path_, &entry, &bytes));
+        DecodeEntry(p + pos, body - pos, path_, &entry, &bytes));
     pos += static_cast<std::size_t>(bytes);
     CAIRN_RETURN_IF_ERROR(fn(entry));
   }
@@ -309,7 +306,7 @@ Status ScanCheckpointFile(
     if (!at.ok()) return at.status();
     CheckpointEntry entry;
     std::uint64_t bytes = 0;
-    CAIRN_RETURN_IF_ERROR(DecodeEntry(*at, want, h, path, &entry, &bytes));
+    CAIRN_RETURN_IF_ERROR(DecodeEntry(*at, want, path, &entry, &bytes));
     if (on_entry) CAIRN_RETURN_IF_ERROR(on_entry(entry, pos));
     pos += bytes;
   }

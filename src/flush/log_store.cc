@@ -276,10 +276,12 @@ Status LogStore::Recover() {
   // 2. The checkpoint, located through the slots.
   std::uint64_t start_block = 0;
   std::uint32_t start_offset = 0;
+  std::uint64_t reach = 0;
   Result<bool> has_checkpoint = env_->FileExists(CheckpointPath(dir_));
   if (!has_checkpoint.ok()) return has_checkpoint.status();
   if (*has_checkpoint) {
-    CAIRN_RETURN_IF_ERROR(LoadCheckpoint(slot_of, &start_block, &start_offset));
+    CAIRN_RETURN_IF_ERROR(
+        LoadCheckpoint(slot_of, &start_block, &start_offset, &reach));
     recovery_.from_checkpoint = true;
     // The checkpoint's block may be gone (compacted, or its first header
     // torn while it held no record); records past the position must not.
@@ -309,6 +311,19 @@ Status LogStore::Recover() {
       head = i;
       break;
     }
+  }
+  // The checkpoint's entries may name records past its position (appended
+  // while its copy ran); replay must have reached every one of them, else
+  // an entry would name bytes the log lost.
+  const std::uint64_t replayed_to =
+      head < found.size() ? (found[head].block << 32) | scan.end
+      : found.empty()     ? 0
+                          : (found.back().block + 1) << 32;
+  if (reach > replayed_to) {
+    return DataLossError("the checkpoint names a record at block " +
+                         std::to_string(reach >> 32) + " offset " +
+                         std::to_string(static_cast<std::uint32_t>(reach)) +
+                         " past the log's valid records");
   }
   // Past the head no header may name records: a header names bytes an
   // earlier sync made durable, and those came after the head's seal, so the
@@ -605,7 +620,7 @@ Status LogStore::ApplyReplayed(const LogRecordView& record,
 
 Status LogStore::LoadCheckpoint(
     const std::map<std::uint64_t, std::uint32_t>& slots, std::uint64_t* block,
-    std::uint32_t* offset) {
+    std::uint32_t* offset, std::uint64_t* reach) {
   Result<CheckpointFile> read =
       CheckpointFile::Read(*env_, CheckpointPath(dir_));
   if (!read.ok()) return read.status();
@@ -643,6 +658,7 @@ Status LogStore::LoadCheckpoint(
           loc.length > log_->data_bytes() - loc.offset) {
         return DataLossError("a checkpoint entry runs past its block");
       }
+      *reach = std::max(*reach, EndOf(loc));
       RecordLocation located = e.location;
       const auto it = slots.find(located.block);
       // A block compacted away after the checkpoint was written: the
@@ -1139,7 +1155,7 @@ void LogStore::VisitMetrics(MetricVisitor& visitor,
                  "Checkpoints that returned an error.",
                  checkpoint_failures_.Value());
   v.HistogramValue("cairn_logstore_checkpoint_seconds",
-                   "Time of a checkpoint, while every writer waits.",
+                   "Time of a checkpoint (its copy, flush and file).",
                    checkpoint_seconds_.Snapshot());
   v.GaugeValue(
       "cairn_logstore_sealed_blocks", "Full blocks waiting for a flush.",
@@ -1689,38 +1705,41 @@ Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
 
 Status LogStore::CheckpointLocked() {
   const std::int64_t start = clock_->NowNanos();
-  std::vector<FlushedBatch> batches;
   FlushReport local;
-  LockAllPartitions();
   Status s;
   try {
-    s = FlushAllIo(&batches, &local);
-    if (s.ok()) s = WriteHeaders(/*all=*/true, &local);
-    if (s.ok()) {
-      std::uint64_t block;
-      std::uint32_t offset;
-      {
-        MutexLock log_lock(&log_mu_);
-        block = blocks_.back()->buffer->block();
-        offset = blocks_.back()->buffer->used();
-      }
-      s = WriteCheckpoint(block, offset);
-      if (s.ok()) {
-        // Tombstones before this position may now be dropped (Compact).
-        MutexLock log_lock(&log_mu_);
-        has_checkpoint_ = true;
-        checkpoint_position_ = (block << 32) | offset;
-      }
+    // The position the checkpoint reflects: the append position now. A
+    // record before it is in the copy, since its writer held the record's
+    // partition lock from before the append to after the index update; a
+    // record after it may be in the copy or not, and replay from the
+    // position applies it again (docs/flush.md, "Checkpoint").
+    std::uint64_t block;
+    std::uint32_t offset;
+    {
+      MutexLock log_lock(&log_mu_);
+      block = blocks_.back()->buffer->block();
+      offset = blocks_.back()->buffer->used();
     }
-  } catch (...) {
-    UnlockAllPartitions();  // out of memory in the file layer
-    throw;
+    std::string bytes = EncodeCheckpoint(block, offset);
+    // Every copied entry names a record appended before now: one flush
+    // makes them all durable before the file that names them is written.
+    {
+      MutexLock flush_lock(&flush_mu_);
+      s = FlushLocked(&local, /*all_headers=*/true);
+    }
+    if (s.ok()) {
+      s = flush_internal::WriteCheckpointFile(*env_, dir_, bytes,
+                                              options_.sync);
+    }
+    if (s.ok()) {
+      // Tombstones before this position may now be dropped (Compact).
+      MutexLock log_lock(&log_mu_);
+      has_checkpoint_ = true;
+      checkpoint_position_ = (block << 32) | offset;
+    }
+  } catch (const std::bad_alloc&) {
+    s = ResourceExhaustedError("out of memory writing the checkpoint");
   }
-  UnlockAllPartitions();
-  RunPasses(batches, &local);
-  ReleaseFlushedBlocks();
-  AddReport(totals_, local);
-  CountFlush(local, s);
   checkpoints_.Add();
   if (!s.ok()) checkpoint_failures_.Add();
   checkpoint_seconds_.Record(
@@ -1732,25 +1751,30 @@ Status LogStore::Checkpoint() {
   if (closed_.load(std::memory_order_acquire)) {
     return FailedPreconditionError("store is closed");
   }
-  MutexLock flush_lock(&flush_mu_);
-  try {
-    return CheckpointLocked();
-  } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("out of memory writing the checkpoint");
+  // Records do not move while they are copied; checkpoints take turns.
+  MutexLock compact_lock(&compact_mu_);
+  if (closed_.load(std::memory_order_acquire)) {
+    return FailedPreconditionError("store is closed");  // Close went first
   }
+  return CheckpointLocked();
 }
 
 Status LogStore::Close() {
   MutexLock compact_lock(&compact_mu_);  // a running Compact finishes first
-  MutexLock flush_lock(&flush_mu_);
-  if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
+  {
+    MutexLock flush_lock(&flush_mu_);
+    if (closed_.exchange(true, std::memory_order_acq_rel)) return Status();
+  }
   Status s;
-  try {
-    s = options_.checkpoint_on_close
-            ? CheckpointLocked()
-            : FlushLocked(nullptr, /*all_headers=*/true);
-  } catch (const std::bad_alloc&) {
-    s = ResourceExhaustedError("out of memory closing the store");
+  if (options_.checkpoint_on_close) {
+    s = CheckpointLocked();
+  } else {
+    MutexLock flush_lock(&flush_mu_);
+    try {
+      s = FlushLocked(nullptr, /*all_headers=*/true);
+    } catch (const std::bad_alloc&) {
+      s = ResourceExhaustedError("out of memory closing the store");
+    }
   }
   if (options_.host_flusher) {
     // The flusher returns; writes waiting for room fail.
@@ -1760,34 +1784,30 @@ Status LogStore::Close() {
   return s;
 }
 
-Status LogStore::WriteCheckpoint(std::uint64_t block, std::uint32_t offset) {
-  std::string bytes;
-  try {
-    CheckpointEncoder encoder(static_cast<std::uint32_t>(options_.partitions),
-                              options_.databases, block, offset);
-    for (auto& part : partitions_) {
-      for (auto& map : part->maps) encoder.AddMapCount(map->size());
-    }
-    for (auto& part : partitions_) {
-      for (std::uint32_t db = 0; db < options_.databases; ++db) {
-        const RecordIndex& map = *part->maps[db];
-        StableScanCursor cursor = map.StableScanBegin();
-        while (!cursor.done) {
-          const ScanHashMapOutcome o = map.ScanStable(
-              cursor,
-              [&](const RecordIndex::Entry& e) {
-                encoder.AddEntry(db, e.key(), e.value());
-              },
-              1024);
-          CAIRN_CHECK(o == ScanHashMapOutcome::kOk);  // partitions are locked
-        }
+std::string LogStore::EncodeCheckpoint(std::uint64_t block,
+                                       std::uint32_t offset) {
+  CheckpointEncoder encoder(static_cast<std::uint32_t>(options_.partitions),
+                            options_.databases, block, offset);
+  // One partition at a time: writers of the others go on.
+  for (std::size_t p = 0; p < partitions_.size(); ++p) {
+    Partition& part = *partitions_[p];
+    MutexLock partition_lock(&part.mu);
+    for (std::uint32_t db = 0; db < options_.databases; ++db) {
+      const RecordIndex& map = *part.maps[db];
+      encoder.SetMapCount(p * options_.databases + db, map.size());
+      StableScanCursor cursor = map.StableScanBegin();
+      while (!cursor.done) {
+        const ScanHashMapOutcome o = map.ScanStable(
+            cursor,
+            [&](const RecordIndex::Entry& e) {
+              encoder.AddEntry(db, e.key(), e.value());
+            },
+            1024);
+        CAIRN_CHECK(o == ScanHashMapOutcome::kOk);  // the partition is locked
       }
     }
-    bytes = std::move(encoder).Finish();
-  } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("checkpoint buffer");
   }
-  return flush_internal::WriteCheckpointFile(*env_, dir_, bytes, options_.sync);
+  return std::move(encoder).Finish();
 }
 
 // --- Compaction

@@ -53,6 +53,12 @@ class SyncGateEnv final : public Env {
                         [&] { return entered_ >= n; });
   }
 
+  // Syncs that have entered the gate since construction.
+  int Entered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entered_;
+  }
+
   Result<std::unique_ptr<FileHandle>> NewFile(const std::string& path,
                                               FileOpenMode mode) override {
     auto file = base_->NewFile(path, mode);

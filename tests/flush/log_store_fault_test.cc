@@ -12,6 +12,7 @@
 // in docs/flush.md). The same check runs at every reopen inside the
 // workload.
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -453,9 +454,11 @@ TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCallWithFlusher) {
 // SetDurable on keys of their own with increasing values (group commit
 // shares their syncs) until the power is cut at a random call, in each of
 // the three modes; every other round a flusher thread (RunFlusher) flushes
-// the sealed blocks beside them. After reboot every key holds its last
-// acknowledged value or a later one that thread wrote, never an older one
-// or a missing key.
+// the sealed blocks beside them, and in half the rounds another thread
+// checkpoints in a loop while they write (X11: the copy races the writers,
+// the cut may fall in its flush or its file). After reboot every key holds
+// its last acknowledged value or a later one that thread wrote, never an
+// older one or a missing key.
 TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
   constexpr int kThreads = 4;
   constexpr int kKeysPerThread = 5;
@@ -484,6 +487,15 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
             [&store](std::stop_token stop) { (void)store->RunFlusher(stop); });
       }
       env.CutAtCall(20 + rng() % 300, mode);
+      std::atomic<bool> writers_done{false};
+      std::thread checkpointer;
+      if (round % 4 >= 2) {
+        checkpointer = std::thread([&] {
+          while (!env.dead() && !writers_done.load()) {
+            (void)store->Checkpoint();
+          }
+        });
+      }
       std::vector<std::thread> threads;
       for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
@@ -504,6 +516,8 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
         });
       }
       for (auto& th : threads) th.join();
+      writers_done = true;
+      if (checkpointer.joinable()) checkpointer.join();
       if (!env.dead()) env.PowerCut(mode);
       if (flusher.joinable()) {
         flusher.request_stop();

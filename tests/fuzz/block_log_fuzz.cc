@@ -231,7 +231,7 @@ std::string EncodedCheckpoint(Input& in, std::set<std::string>* keys) {
   const int entries = in.Byte() % 12;
   for (int i = 0; i < entries; ++i) counts[in.Byte() % maps] += 1;
   if (in.Byte() & 1) counts[0] += in.Byte() % 3;  // a count that is off
-  for (std::uint64_t c : counts) enc.AddMapCount(c);
+  for (std::uint32_t m = 0; m < maps; ++m) enc.SetMapCount(m, counts[m]);
   for (int i = 0; i < entries; ++i) {
     const std::string key = Key(in.Byte());
     keys->insert(key);

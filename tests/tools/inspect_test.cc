@@ -848,8 +848,7 @@ TEST(InspectTest, CheckpointEntryDamageIsReportedAtTheEntry) {
   ScratchDir dir("inspect");
   const auto write = [&](std::uint64_t counted, int written) {
     flush_internal::CheckpointEncoder encoder(2, 2, /*block=*/5, /*offset=*/0);
-    encoder.AddMapCount(counted);
-    for (int m = 1; m < 4; ++m) encoder.AddMapCount(0);
+    encoder.SetMapCount(0, counted);  // maps 1-3 count 0
     for (int i = 0; i < written; ++i) {
       encoder.AddEntry(0, "key" + std::to_string(i), RecordLocation{1, 0, 20});
     }

@@ -30,9 +30,10 @@
 //                         durable, then frees those blocks' slots for reuse
 //                         (host-driven: nothing runs in the background).
 //   Checkpoint / Close    write every map's entries and counts with the log
-//                         position they reflect; Open presizes each map
-//                         from the counts, loads it and replays the log
-//                         after that position. A torn tail (bytes past the
+//                         position they start from, copying one partition
+//                         at a time while writers go on; Open presizes each
+//                         map from the counts, loads it and replays the log
+//                         from that position. A torn tail (bytes past the
 //                         last durable header's boundary) is truncated and
 //                         reported in recovery().
 //
@@ -48,14 +49,15 @@
 // reading an unflushed record); FlushDb locks every partition. Flush,
 // SetDurable and DelDurable wait in a group (group mutex and condition
 // variable, a leaf lock): one of them at a time leads a flush attempt, the
-// others wait for it. Flush attempts and Checkpoint are serialised by a
-// flush mutex. Flush writes and syncs
-// without partition locks, and its receipt pass holds one partition lock for
-// at most `pass.slice_receipts` receipts at a time; Checkpoint holds every
-// partition lock while it syncs the log and writes the checkpoint file, so
-// Set, Get and Del wait for it. Compact calls are serialised by a compact
-// mutex (Close waits for it) and take partition locks and the log mutex
-// per copied record. Lock order: compact mutex, flush mutex,
+// others wait for it. Flush attempts are serialised by a flush mutex.
+// Flush writes and syncs without partition locks, and its receipt pass
+// holds one partition lock for at most `pass.slice_receipts` receipts at a
+// time. Checkpoint holds one partition lock at a time while it copies that
+// partition's maps, then flushes as Flush does and writes the file with no
+// partition lock held, so Set, Get and Del wait at most for one partition's
+// copy. Compact and Checkpoint calls are serialised by a compact mutex
+// (Close waits for it); Compact takes partition locks and the log mutex per
+// copied record. Lock order: compact mutex, flush mutex,
 // partitions in ascending order, log mutex; the group mutex is a leaf
 // (docs/concurrency.md). Set, Del and FlushDb may block
 // in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure),
@@ -268,8 +270,15 @@ class LogStore {
   // its final header with one more sync. *report, if given, gets what this
   // call's own flush did (nothing when another caller's sync served it).
   Status Flush(FlushReport* report = nullptr);
-  // Flush, then writes the checkpoint (temp file, fdatasync, rename,
-  // directory fsync) while writers wait.
+  // Copies the index one partition at a time (writers of the other
+  // partitions go on), flushes (everything appended so far, so every
+  // record the copy names, becomes durable), then writes the checkpoint
+  // file (temp file, fdatasync, rename, directory fsync) with no partition
+  // lock held. The copy reflects the log position taken before it began,
+  // plus some records after it, which replay applies again (X11). Errors:
+  // the flush's or the file layer's (the previous checkpoint stays in
+  // force); kResourceExhausted if memory ran out; kFailedPrecondition after
+  // Close.
   Status Checkpoint();
   // Flush and, if options.checkpoint_on_close, Checkpoint; later calls
   // except Get return kFailedPrecondition. The host stops its writers
@@ -367,9 +376,12 @@ class LogStore {
   Status Recover();
   // `slots`: block number -> slot of the blocks the log holds, to locate
   // the entries (an entry naming another block gets no slot; replay must
-  // supersede it, else RebuildLive fails).
+  // supersede it, else RebuildLive fails). *block, *offset: the position
+  // replay starts from; *reach: the end of the furthest record an entry
+  // names (block << 32 | end), which the log must reach.
   Status LoadCheckpoint(const std::map<std::uint64_t, std::uint32_t>& slots,
-                        std::uint64_t* block, std::uint32_t* offset);
+                        std::uint64_t* block, std::uint32_t* offset,
+                        std::uint64_t* reach);
   // What ScanBlock found in one block.
   struct BlockScan {
     std::uint32_t end = 0;              // where its valid records end
@@ -387,8 +399,10 @@ class LogStore {
                    const LogBlockHeader* header, std::uint32_t from,
                    std::uint64_t file_bytes, BlockScan* scan);
   Status ApplyReplayed(const LogRecordView& record, RecordLocation loc);
-  Status WriteCheckpoint(std::uint64_t block, std::uint32_t offset)
-      CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // callers hold every partition lock
+  // The checkpoint file's bytes for position (block, offset): each
+  // partition's maps copied under that partition's lock alone. May throw
+  // std::bad_alloc.
+  std::string EncodeCheckpoint(std::uint64_t block, std::uint32_t offset);
 
   Status Validate(std::uint32_t db, std::string_view key,
                   std::string_view value) const;
@@ -463,7 +477,9 @@ class LogStore {
   void CountFlush(const FlushReport& report, const Status& s);
   Status FlushLocked(FlushReport* report, bool all_headers)
       CAIRN_REQUIRES(flush_mu_);
-  Status CheckpointLocked() CAIRN_REQUIRES(flush_mu_);
+  // Checkpoint's body: copy, flush, write the file.
+  Status CheckpointLocked() CAIRN_REQUIRES(compact_mu_)
+      CAIRN_EXCLUDES(flush_mu_);
   void LockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
   void UnlockAllPartitions() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
 

@@ -46,14 +46,16 @@ inline constexpr std::size_t kCheckpointEntryBytes = 20;
 std::string CheckpointPath(const std::string& dir);
 std::string CheckpointTempPath(const std::string& dir);
 
-// Builds a checkpoint in memory: AddMapCount once per map, in map order,
-// then AddEntry once per entry, then Finish. Every call may throw
-// std::bad_alloc.
+// Builds a checkpoint in memory: SetMapCount for each map (a map never set
+// counts 0) and AddEntry once per entry, in any order (the counts have their
+// own place ahead of the entries), then Finish. Every call but SetMapCount
+// may throw std::bad_alloc.
 class CheckpointEncoder {
  public:
   CheckpointEncoder(std::uint32_t partitions, std::uint32_t databases,
                     std::uint64_t block, std::uint32_t offset);
-  void AddMapCount(std::uint64_t entries);
+  // `map` = partition * databases + db, < partitions * databases.
+  void SetMapCount(std::uint64_t map, std::uint64_t entries);
   void AddEntry(std::uint32_t db, std::string_view key,
                 const RecordLocation& location);
   // The file's bytes: the header's entry total (the sum of the map counts)
@@ -61,6 +63,7 @@ class CheckpointEncoder {
   std::string Finish() &&;
 
  private:
+  std::uint64_t maps_;  // partitions * databases
   std::string out_;
   std::uint64_t entries_ = 0;
 };
@@ -119,9 +122,9 @@ class CheckpointFile {
   std::uint64_t map_count(std::uint64_t map) const noexcept;
 
   // Calls fn for every entry in file order and stops at its first error.
-  // kDataLoss, before fn sees it, for an entry cut short or one that
-  // points past the checkpoint's position, and at the end for trailing
-  // bytes.
+  // kDataLoss, before fn sees it, for an entry cut short, and at the end
+  // for trailing bytes. An entry may name a record past the checkpoint's
+  // position; the reader checks that the log holds it.
   Status ForEachEntry(
       const std::function<Status(const CheckpointEntry&)>& fn) const;
 
