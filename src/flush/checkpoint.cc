@@ -6,9 +6,13 @@
 #include "cairn/flush/internal/checkpoint.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -125,11 +129,59 @@ class BufferedFile {
 
 }  // namespace
 
-std::string CheckpointPath(const std::string& dir) {
-  return dir + "/checkpoint";
+namespace {
+
+constexpr std::string_view kCheckpointName = "checkpoint";
+constexpr std::string_view kTempSuffix = ".tmp";
+
+// The generation a checkpoint file name stands for: "checkpoint" is 0,
+// "checkpoint-<decimal>" its number. False for any other name.
+bool ParseGeneration(std::string_view name, std::uint64_t* generation) {
+  if (name == kCheckpointName) {
+    *generation = 0;
+    return true;
+  }
+  if (!name.starts_with(kCheckpointName) ||
+      name.size() <= kCheckpointName.size() + 1 ||
+      name[kCheckpointName.size()] != '-') {
+    return false;
+  }
+  const std::string_view digits = name.substr(kCheckpointName.size() + 1);
+  if (digits[0] == '0') return false;  // one spelling per number
+  const auto [end, ec] = std::from_chars(
+      digits.data(), digits.data() + digits.size(), *generation);
+  return ec == std::errc() && end == digits.data() + digits.size();
 }
-std::string CheckpointTempPath(const std::string& dir) {
-  return dir + "/checkpoint.tmp";
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, std::uint64_t generation) {
+  std::string path = dir + "/" + std::string(kCheckpointName);
+  if (generation != 0) path += "-" + std::to_string(generation);
+  return path;
+}
+
+Result<CheckpointFiles> ListCheckpoints(Env& env, const std::string& dir) {
+  Result<std::vector<std::string>> names = env.List(dir);
+  if (!names.ok()) return names.status();
+  CheckpointFiles files;
+  std::string newest_name;
+  for (std::string& name : *names) {
+    std::string_view base = name;
+    const bool temp = base.ends_with(kTempSuffix);
+    if (temp) base.remove_suffix(kTempSuffix.size());
+    std::uint64_t generation = 0;
+    if (!ParseGeneration(base, &generation)) continue;
+    if (temp || (files.any && generation < files.newest)) {
+      files.older.push_back(std::move(name));
+      continue;
+    }
+    if (files.any) files.older.push_back(std::move(newest_name));
+    files.any = true;
+    files.newest = generation;
+    newest_name = std::move(name);
+  }
+  return files;
 }
 
 CheckpointEncoder::CheckpointEncoder(std::uint32_t partitions,
@@ -171,9 +223,12 @@ std::string CheckpointEncoder::Finish() && {
 }
 
 Status WriteCheckpointFile(Env& env, const std::string& dir,
-                           std::string_view bytes, bool sync) {
-  const std::string tmp = CheckpointTempPath(dir);
-  // Truncating, not exclusive: a crash may have left a checkpoint.tmp.
+                           std::uint64_t generation, std::string_view bytes,
+                           bool sync) {
+  CAIRN_CHECK(generation >= 1);
+  const std::string path = CheckpointPath(dir, generation);
+  const std::string tmp = path + std::string(kTempSuffix);
+  // Truncating, not exclusive: a crash may have left this temp file.
   Result<std::unique_ptr<FileHandle>> file =
       env.NewFile(tmp, FileOpenMode::kCreateOrTruncate);
   if (!file.ok()) return file.status();
@@ -182,8 +237,18 @@ Status WriteCheckpointFile(Env& env, const std::string& dir,
   // A close error is dropped, as LogStore always has: with sync on the
   // bytes are already durable.
   (*file)->Close().IgnoreError();
-  CAIRN_RETURN_IF_ERROR(env.Rename(tmp, CheckpointPath(dir)));
-  return sync ? env.SyncDir(dir) : Status();
+  CAIRN_RETURN_IF_ERROR(env.Rename(tmp, path));
+  if (sync) CAIRN_RETURN_IF_ERROR(env.SyncDir(dir));
+  // The new generation is durable: the older ones are garbage now. A
+  // failure here loses nothing (the newest is in force); the next
+  // checkpoint lists and removes what is left.
+  Result<CheckpointFiles> files = ListCheckpoints(env, dir);
+  if (files.ok()) {
+    for (const std::string& name : files->older) {
+      env.Remove(dir + "/" + name).IgnoreError();
+    }
+  }
+  return Status();
 }
 
 Result<CheckpointFile> CheckpointFile::Read(Env& env, const std::string& path) {

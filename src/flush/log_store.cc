@@ -17,7 +17,9 @@ namespace {
 using flush_internal::CheckpointEncoder;
 using flush_internal::CheckpointEntry;
 using flush_internal::CheckpointFile;
+using flush_internal::CheckpointFiles;
 using flush_internal::CheckpointPath;
+using flush_internal::ListCheckpoints;
 
 constexpr std::uint64_t kPartitionSeed = 0x9e3779b97f4a7c15ull;
 // How far the durable boundary runs ahead of a block's header on disk
@@ -91,9 +93,9 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   log_options.sync = options.sync;
   log_options.env = env;
   if (created) {
-    Result<bool> orphan = env->FileExists(CheckpointPath(dir));
+    Result<CheckpointFiles> orphan = ListCheckpoints(*env, dir);
     if (!orphan.ok()) return orphan.status();
-    if (*orphan) {
+    if (orphan->any) {
       return DataLossError("store " + dir + " has a checkpoint but no log");
     }
   }
@@ -277,11 +279,19 @@ Status LogStore::Recover() {
   std::uint64_t start_block = 0;
   std::uint32_t start_offset = 0;
   std::uint64_t reach = 0;
-  Result<bool> has_checkpoint = env_->FileExists(CheckpointPath(dir_));
-  if (!has_checkpoint.ok()) return has_checkpoint.status();
-  if (*has_checkpoint) {
+  // The newest generation is in force (older ones are left by a crash
+  // before the newer's cleanup).
+  Result<CheckpointFiles> checkpoints = ListCheckpoints(*env_, dir_);
+  if (!checkpoints.ok()) return checkpoints.status();
+  const bool has_checkpoint = checkpoints->any;
+  {
+    MutexLock compact_lock(&compact_mu_);
+    checkpoint_generation_ = checkpoints->newest;
+  }
+  if (has_checkpoint) {
     CAIRN_RETURN_IF_ERROR(
-        LoadCheckpoint(slot_of, &start_block, &start_offset, &reach));
+        LoadCheckpoint(CheckpointPath(dir_, checkpoints->newest), slot_of,
+                       &start_block, &start_offset, &reach));
     recovery_.from_checkpoint = true;
     // The checkpoint's block may be gone (compacted, or its first header
     // torn while it held no record); records past the position must not.
@@ -391,7 +401,7 @@ Status LogStore::Recover() {
   }
   // Never below the checkpoint's block: replay skips blocks before it.
   next_block_ = std::max<std::uint64_t>(max_seen, start_block);
-  has_checkpoint_ = *has_checkpoint;
+  has_checkpoint_ = has_checkpoint;
   checkpoint_position_ = (start_block << 32) | start_offset;
   std::uint64_t watermark = 0;
   if (head_found) {
@@ -619,10 +629,10 @@ Status LogStore::ApplyReplayed(const LogRecordView& record,
 }
 
 Status LogStore::LoadCheckpoint(
+    const std::string& path,
     const std::map<std::uint64_t, std::uint32_t>& slots, std::uint64_t* block,
     std::uint32_t* offset, std::uint64_t* reach) {
-  Result<CheckpointFile> read =
-      CheckpointFile::Read(*env_, CheckpointPath(dir_));
+  Result<CheckpointFile> read = CheckpointFile::Read(*env_, path);
   if (!read.ok()) return read.status();
   const CheckpointFile& checkpoint = *read;
   const std::uint32_t partitions = checkpoint.partitions();
@@ -1728,8 +1738,9 @@ Status LogStore::CheckpointLocked() {
       s = FlushLocked(&local, /*all_headers=*/true);
     }
     if (s.ok()) {
-      s = flush_internal::WriteCheckpointFile(*env_, dir_, bytes,
-                                              options_.sync);
+      // A new generation per attempt: a failed one may have left its file.
+      s = flush_internal::WriteCheckpointFile(
+          *env_, dir_, ++checkpoint_generation_, bytes, options_.sync);
     }
     if (s.ok()) {
       // Tombstones before this position may now be dropped (Compact).

@@ -20,9 +20,19 @@
 #include <vector>
 
 #include "cairn/base/env.h"
+#include "cairn/flush/internal/checkpoint.h"
 #include "testing/scratch_dir.h"
 
 namespace cairn::testing {
+
+// The path of the checkpoint in force in store `dir` (its newest
+// generation), or "" if it has none.
+inline std::string NewestCheckpoint(const std::string& dir) {
+  Result<flush_internal::CheckpointFiles> files =
+      flush_internal::ListCheckpoints(*Env::Default(), dir);
+  if (!files.ok() || !files->any) return "";
+  return flush_internal::CheckpointPath(dir, files->newest);
+}
 
 // An Env over another whose file syncs can be held: while holding, each
 // Sync waits for a permit, so a test can stop a flush inside its sync.

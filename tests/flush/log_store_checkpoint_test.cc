@@ -4,11 +4,15 @@
 // Checkpoint while writers run (X11): the copy takes one partition lock at a
 // time and the flush and the file are written with none, so writes go on;
 // replay from the position taken before the copy restores what they wrote.
+// Checkpoint generations (X12): each checkpoint is a new file, and the
+// older ones go only once the newer is durable.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -19,11 +23,14 @@
 
 #include "cairn/flush/log_store.h"
 #include "flush/flush_testing.h"
+#include "testing/counting_env.h"
 #include "testing/stress.h"
 
 namespace cairn {
 namespace {
 
+using testing::CountingEnv;
+using testing::EnvCall;
 using testing::ScratchDir;
 using testing::SyncGateEnv;
 
@@ -221,6 +228,83 @@ TEST(LogStoreCheckpointStressTest, X11CheckpointsRacingWritersRecoverTheState) {
   EXPECT_EQ(mismatches, 0u) << "after " << checkpoints << " checkpoints";
   EXPECT_EQ(store->KeyCount(0), expected[0]);
   EXPECT_EQ(store->KeyCount(1), expected[1]);
+}
+
+// The checkpoint files in `dir`, by name, sorted.
+std::vector<std::string> CheckpointFileNames(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("checkpoint")) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Each checkpoint writes generation n+1 (checkpoint-<n+1>); the older files
+// are removed only after the new one and its directory entry are synced;
+// a failed attempt leaves the previous generation in force and its number
+// is not reused; Open loads the newest generation present, a store's
+// pre-generation file `checkpoint` counting as generation 0. Planted bugs:
+// removing the older files before the directory sync left checkpoint-2
+// gone after the failed SyncDir (the file list check fails); Open loading
+// the oldest generation read 1 entry instead of 2.
+TEST(LogStoreCheckpointTest,
+     X12GenerationsReplaceOlderOnlyOnceTheNewerIsDurable) {
+  ScratchDir dir;
+  CountingEnv env;
+  const LogStoreOptions o = CheckpointOptions(&env);
+  using Names = std::vector<std::string>;
+  {
+    auto store = MustOpen(dir.path(), o);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Set(0, "a", "1").ok());
+    ASSERT_TRUE(store->Checkpoint().ok());
+    EXPECT_EQ(CheckpointFileNames(dir.path()), Names{"checkpoint-1"});
+    ASSERT_TRUE(store->Set(0, "a", "2").ok());
+    ASSERT_TRUE(store->Checkpoint().ok());
+    EXPECT_EQ(CheckpointFileNames(dir.path()), Names{"checkpoint-2"});
+
+    // Generation 3 is renamed into place but its directory sync fails:
+    // generation 2 must stay.
+    ASSERT_TRUE(store->Set(0, "b", "1").ok());
+    env.FailNth(EnvCall::kSyncDir, 1, InternalError("injected dir sync"));
+    EXPECT_EQ(store->Checkpoint().message(), "injected dir sync");
+    EXPECT_EQ(CheckpointFileNames(dir.path()),
+              (Names{"checkpoint-2", "checkpoint-3"}));
+    // Generation 4's file sync fails: only its temp file is left.
+    ASSERT_TRUE(store->Set(0, "a", "3").ok());
+    env.FailNth(EnvCall::kSync, 1, InternalError("injected sync"),
+                "checkpoint");
+    EXPECT_EQ(store->Checkpoint().message(), "injected sync");
+    EXPECT_EQ(CheckpointFileNames(dir.path()),
+              (Names{"checkpoint-2", "checkpoint-3", "checkpoint-4.tmp"}));
+    ASSERT_TRUE(store->Close().ok());  // flushes; no checkpoint on close
+  }
+  {
+    auto store = MustOpen(dir.path(), o);
+    ASSERT_NE(store, nullptr);
+    // Generation 3 (a, b), not 2 (a alone); replay brings a=3.
+    EXPECT_TRUE(store->recovery().from_checkpoint);
+    EXPECT_EQ(store->recovery().checkpoint_entries, 2u);
+    EXPECT_EQ(GetOr(*store, 0, "a"), "3");
+    EXPECT_EQ(GetOr(*store, 0, "b"), "1");
+    // The next generation after the newest (its temp file is rewritten);
+    // every other checkpoint file is removed.
+    ASSERT_TRUE(store->Checkpoint().ok());
+    EXPECT_EQ(CheckpointFileNames(dir.path()), Names{"checkpoint-4"});
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // A store from before generations: its one file `checkpoint` is read as
+  // generation 0, and the first checkpoint replaces it with generation 1.
+  std::filesystem::rename(dir.File("checkpoint-4"), dir.File("checkpoint"));
+  auto store = MustOpen(dir.path(), o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->recovery().from_checkpoint);
+  EXPECT_EQ(store->recovery().checkpoint_entries, 2u);
+  EXPECT_EQ(GetOr(*store, 0, "a"), "3");
+  ASSERT_TRUE(store->Checkpoint().ok());
+  EXPECT_EQ(CheckpointFileNames(dir.path()), Names{"checkpoint-1"});
 }
 
 }  // namespace

@@ -314,7 +314,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   std::filesystem::remove_all(dir, ignored);
   Require(std::filesystem::create_directory(dir));
   const std::string log_path = dir + "/log";
-  const std::string ckpt_path = cairn::flush_internal::CheckpointPath(dir);
+  const std::string ckpt_path = cairn::flush_internal::CheckpointPath(dir, 1);
   WriteFile(log_path, log);
   if (has_checkpoint) WriteFile(ckpt_path, checkpoint);
 

@@ -29,6 +29,7 @@
 #include "cairn/flush/log_store.h"
 #include "cairn/ha/file_durable_log.h"
 #include "cairn/ha/internal/snapshot_file.h"
+#include "flush/flush_testing.h"
 #include "testing/scratch_dir.h"
 
 namespace cairn {
@@ -656,7 +657,7 @@ TEST(InspectTest, BlockLogLostSealBeforeAHeaderedBlockIsDamage) {
   EXPECT_EQ(verify.Line("torn_tail"), "");
   // LogStore::Open replays from the checkpoint (block 6) and never reads
   // block 2; without the checkpoint it replays from block 0 and agrees.
-  std::filesystem::remove(flush_internal::CheckpointPath(store));
+  std::filesystem::remove(testing::NewestCheckpoint(store));
   auto reopened = LogStore::Open(store, StoreOptions());
   EXPECT_EQ(reopened.status().code(), StatusCode::kDataLoss)
       << reopened.status().message();
@@ -820,7 +821,7 @@ TEST(InspectTest, CheckpointAloneAndDamaged) {
   ScratchDir dir("inspect");
   const std::string store = dir.File("store");
   WriteStore(store);
-  const std::string checkpoint = flush_internal::CheckpointPath(store);
+  const std::string checkpoint = testing::NewestCheckpoint(store);
   Output dump = Inspect({"dump", checkpoint});
   EXPECT_EQ(dump.exit, kExitOk) << dump.out;
   EXPECT_NE(dump.Line("format").find("kind=checkpoint version=1"),

@@ -42,7 +42,8 @@ constexpr char kUsage[] =
     "\n"
     "Reads cairn's files without changing them. <path> is a durable log\n"
     "directory or one of its segments (<20-digit LSN>.log), a snapshot, a\n"
-    "LogStore directory (holding `log` and `checkpoint`), a block log or a\n"
+    "LogStore directory (holding `log` and `checkpoint-<n>`), a block log or "
+    "a\n"
     "checkpoint.\n"
     "\n"
     "commands:\n"
@@ -1049,16 +1050,20 @@ int InspectBlockLog(Env& env, const std::string& path, bool store,
   const bool dump = options.command == Command::kDump;
   const bool stat = options.command == Command::kStat;
   const std::string log_path = store ? JoinPath(path, "log") : path;
-  const std::string checkpoint_path =
-      store ? flush_internal::CheckpointPath(path) : std::string();
+  std::string checkpoint_path;
   BlockLogWalk walk;
   bool has_checkpoint = false;
   std::uint64_t cp_block = 0;
   std::uint32_t cp_offset = 0;
   if (store) {
-    Result<bool> exists = env.FileExists(checkpoint_path);
-    if (!exists.ok()) return Finish(FromStatus(exists.status(), path), p);
-    has_checkpoint = *exists;
+    // The newest generation, as LogStore::Open takes it.
+    Result<flush_internal::CheckpointFiles> files =
+        flush_internal::ListCheckpoints(env, path);
+    if (!files.ok()) return Finish(FromStatus(files.status(), path), p);
+    has_checkpoint = files->any;
+    if (has_checkpoint) {
+      checkpoint_path = flush_internal::CheckpointPath(path, files->newest);
+    }
   }
   if (has_checkpoint) {
     // Checked whole first (checksum, counts), as LogStore::Open does.

@@ -379,7 +379,8 @@ class LogStore {
   // supersede it, else RebuildLive fails). *block, *offset: the position
   // replay starts from; *reach: the end of the furthest record an entry
   // names (block << 32 | end), which the log must reach.
-  Status LoadCheckpoint(const std::map<std::uint64_t, std::uint32_t>& slots,
+  Status LoadCheckpoint(const std::string& path,
+                        const std::map<std::uint64_t, std::uint32_t>& slots,
                         std::uint64_t* block, std::uint32_t* offset,
                         std::uint64_t* reach);
   // What ScanBlock found in one block.
@@ -542,6 +543,9 @@ class LogStore {
   // The position the newest durable checkpoint reflects (block << 32 |
   // offset), if there is one: tombstones before it may be dropped.
   bool has_checkpoint_ CAIRN_GUARDED_BY(log_mu_) = false;
+  // The newest checkpoint generation found or attempted; the next
+  // checkpoint writes the one after it.
+  std::uint64_t checkpoint_generation_ CAIRN_GUARDED_BY(compact_mu_) = 0;
   std::uint64_t checkpoint_position_ CAIRN_GUARDED_BY(log_mu_) = 0;
   std::atomic<std::uint64_t> live_total_{0};
   std::atomic<std::uint64_t> log_blocks_{0};

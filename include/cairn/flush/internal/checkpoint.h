@@ -12,9 +12,13 @@
 //   entry   = db u32 | key bytes u32 | block u32 | offset u32 | length u32
 //             | key
 //
-// Counts are partition-major (map = partition * databases + db). It is
-// written to `checkpoint.tmp`, synced, renamed over `checkpoint`, and the
-// directory synced, all through an Env. Machinery for LogStore.
+// Counts are partition-major (map = partition * databases + db). Each
+// checkpoint is a generation, the file `checkpoint-<generation>` (decimal,
+// from 1), written to `checkpoint-<generation>.tmp`, synced, renamed, and
+// the directory synced, all through an Env; the newest generation present
+// is in force, and older ones are removed only after a newer one is
+// durable. A store written before generations holds one file `checkpoint`,
+// read as generation 0. Machinery for LogStore.
 //
 // Thread safety: a CheckpointEncoder is a plain object; a CheckpointFile
 // is immutable once read; the functions may run on any thread.
@@ -27,6 +31,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cairn/base/env.h"
 #include "cairn/base/status.h"
@@ -42,9 +47,20 @@ inline constexpr std::uint32_t kCheckpointVersion = 1;
 inline constexpr std::size_t kCheckpointHeaderBytes = 40;
 inline constexpr std::size_t kCheckpointEntryBytes = 20;
 
-// The checkpoint of the store in `dir`, and the name it is written under.
-std::string CheckpointPath(const std::string& dir);
-std::string CheckpointTempPath(const std::string& dir);
+// The path of checkpoint generation `generation` of the store in `dir`
+// (0: the name a store written before generations used).
+std::string CheckpointPath(const std::string& dir, std::uint64_t generation);
+
+// The checkpoint files in a store's directory.
+struct CheckpointFiles {
+  bool any = false;          // a checkpoint (not a temp file) is present
+  std::uint64_t newest = 0;  // its newest generation, if any
+  // Every generation present and every temp file, newest's excepted: what
+  // a checkpoint newer than all of them removes (file names, not paths).
+  std::vector<std::string> older;
+};
+// Lists `dir` (the Env's error if it cannot).
+Result<CheckpointFiles> ListCheckpoints(Env& env, const std::string& dir);
 
 // Builds a checkpoint in memory: SetMapCount for each map (a map never set
 // counts 0) and AddEntry once per entry, in any order (the counts have their
@@ -68,11 +84,16 @@ class CheckpointEncoder {
   std::uint64_t entries_ = 0;
 };
 
-// Writes `bytes` to CheckpointTempPath(dir), syncs it, renames it over
-// CheckpointPath(dir) and syncs the directory; without `sync` it skips both
-// syncs. The Env's error otherwise (the previous checkpoint then stays).
+// Writes `bytes` as checkpoint generation `generation` (>= 1): to its temp
+// file, synced, renamed to CheckpointPath(dir, generation), and the
+// directory synced; without `sync` it skips both syncs. Then, once the new
+// file is durable, removes the files ListCheckpoints lists as older (a
+// failed removal is left for the next checkpoint: the newest generation is
+// in force whatever older files remain). The Env's error if the write,
+// sync or rename failed (the previous checkpoint then stays in force).
 Status WriteCheckpointFile(Env& env, const std::string& dir,
-                           std::string_view bytes, bool sync);
+                           std::uint64_t generation, std::string_view bytes,
+                           bool sync);
 
 struct CheckpointEntry {
   std::uint32_t db = 0;
