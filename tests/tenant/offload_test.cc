@@ -63,11 +63,13 @@ double Metric(const Kernel& k, const std::string& name,
 }
 
 struct Fixture {
-  explicit Fixture(std::uint64_t limit = QuotaAccount::kUnlimited)
+  explicit Fixture(std::uint64_t limit = QuotaAccount::kUnlimited,
+                   DurableLog* log = nullptr)
       : quota(limit) {
     DirectoryOptions o;
     o.clock = &clock;
     o.quota = &quota;
+    o.durable_log = log;
     o.route.bucket_count = 64;
     dir = std::make_unique<Dir>(o);
   }
@@ -174,6 +176,59 @@ TEST(OffloadTicketTest, V7KeepInstallsThePayloadAndMovesTheCharge) {
   EXPECT_EQ(Metric(k, "cairn_eviction_offload_tickets_total", "not_applied"),
             1);
   EXPECT_EQ(Metric(k, "cairn_eviction_offloads_in_flight"), 0);
+}
+
+// With a durable log a Keep appends a kUpsert record with the new envelope
+// (a replica's replay takes the same charge); a refused reservation or
+// append changes nothing, the quota included.
+TEST(OffloadTicketTest, V7KeepIsLoggedAndALogRefusalChangesNothing) {
+  InMemoryDurableLog log;
+  Fixture f(QuotaAccount::kUnlimited, &log);
+  f.Make("a", 100);
+  Holder held;
+  Kernel k(held.Options());
+  auto keep_once = [&] {
+    held.tickets.clear();
+    f.Evict(k, 1);
+    EXPECT_EQ(held.tickets.size(), 1u);
+    return held.tickets[0].Keep(KeptBytes{30, 10},
+                                [](Access& a) { a.payload().value = 7; });
+  };
+  log.FailReserve(UnavailableError("log down"));
+  OffloadCompletion done = keep_once();
+  EXPECT_EQ(done.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(done.applied, 0u);
+  EXPECT_EQ(f.quota.charged(), 100u);
+  EXPECT_EQ(f.Value("a"), 1);
+  log.FailAppend(UnavailableError("write failed"));
+  done = keep_once();
+  EXPECT_EQ(done.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(f.quota.charged(), 100u);
+  EXPECT_EQ(f.CountedSum(), 100u);
+  EXPECT_EQ(f.Value("a"), 1);
+
+  const std::uint64_t offered = [&] {
+    held.tickets.clear();
+    f.Evict(k, 1);
+    return held.tickets.at(0).versions()[0];
+  }();
+  done = held.tickets[0].Keep(KeptBytes{30, 10},
+                              [](Access& a) { a.payload().value = 7; });
+  ASSERT_TRUE(done.status.ok()) << done.status.ToString();
+  EXPECT_EQ(f.quota.charged(), 10u);
+  EXPECT_EQ(f.Value("a"), 7);
+  const std::vector<InMemoryDurableLog::Record> records = log.records();
+  ASSERT_FALSE(records.empty());
+  const InMemoryDurableLog::Record& last = records.back();
+  EXPECT_EQ(last.state, InMemoryDurableLog::RecordState::kDurable);
+  DurableRecordView view;
+  ASSERT_TRUE(DecodeDurableRecord(last.body, &view).ok());
+  EXPECT_EQ(view.op, DurableOp::kUpsert);
+  ASSERT_EQ(view.objects.size(), 1u);
+  EXPECT_EQ(view.objects[0].key, "a");
+  EXPECT_EQ(view.objects[0].version, offered + 1);
+  EXPECT_EQ(view.objects[0].size_bytes, 30u);
+  EXPECT_EQ(view.objects[0].counted_bytes, 10u);
 }
 
 // A candidate kept (here, inside the hook) is not offered again by a later

@@ -285,7 +285,10 @@ class Evictor {
   // continues with soft-pinned ones until `lower_bound_bytes`. Candidates
   // run in one global ranking across `dirs`. A directory shut down mid-way
   // is skipped. The first commit whose durable-log reservation or record
-  // fails ends the call, with that error in EvictionResult::status.
+  // fails ends the call, with that error in EvictionResult::status. With
+  // offload_async, a candidate handed off counts its bytes towards the
+  // goals (EvictionResult::offload_handed_off_bytes) and is not committed
+  // here; the call ends early at the in-flight bound (V7).
   EvictionResult Evict(std::span<Directory* const> dirs,
                        std::uint64_t target_bytes,
                        std::uint64_t lower_bound_bytes, Measure measure) {
@@ -408,7 +411,8 @@ class Evictor {
   // key, so at a full tenant a put whose key exists is refused by the quota
   // first, and evicts, before it fails with kAlreadyExists. Safe from any
   // thread; not inside a callback of the tenant's directory (the eviction
-  // takes its locks).
+  // takes its locks). With offload_async, only tickets completed before the
+  // retry (say, inside the hook) have freed anything for it.
   template <typename Put>
   auto AdmitEvicting(typename Registry::TenantType& tenant, std::uint64_t bytes,
                      Put&& put, std::size_t max_rounds = 3)
