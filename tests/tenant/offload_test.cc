@@ -473,6 +473,7 @@ TEST(OffloadTicketStressTest, V7CompletionsRacePutsErasesAndEvictionPasses) {
   const auto deadline =
       std::chrono::steady_clock::now() + testing::StressDuration(600);
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
       Dir* d = f.dir.get();

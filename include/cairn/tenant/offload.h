@@ -94,7 +94,7 @@ class OffloadFlights {
   Admit Begin(std::span<const void* const> entries) {
     MutexLock lock(&mu_);
     for (const void* e : entries) {
-      if (entries_.count(e) != 0) return Admit::kBusy;
+      if (entries_.contains(e)) return Admit::kBusy;
     }
     if (bound_ != 0 && in_flight_ >= bound_) return Admit::kFull;
     for (const void* e : entries) entries_.insert(e);
