@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,14 @@ struct EvictedObject {
   std::uint64_t size_bytes = 0;
   std::uint64_t counted_bytes = 0;
   Payload payload;
+};
+
+// One object an asynchronous offload offered, with the version the
+// eviction kernel saw (cairn/tenant/offload.h): `entry` is the handle's
+// get(), compared as an identity only.
+struct OfferedMember {
+  const void* entry = nullptr;
+  std::uint64_t version = 0;
 };
 
 class DirectoryHooks {
@@ -133,15 +142,44 @@ class DirectoryHooks {
   // the reservation, that error's code with the status in *log_error if
   // given (nothing changed; the kernel stops its cycle at it). kOk with
   // *log_error set: evicted, but the log could not make the eviction
-  // durable (H5). Not for use inside a callback.
+  // durable (H5). With `offered` not empty (a group offered through an
+  // asynchronous offload, rule V7), every member must also be listed there
+  // at the version it has now: a member added, or changed, since the offer
+  // keeps the group. Not for use inside a callback.
   template <typename Directory>
   static StatusCode EvictIfUnchanged(
       Directory& dir, const typename Directory::Handle& candidate,
       std::uint64_t census_version, bool allow_soft_pinned,
       std::vector<EvictedObject<typename Directory::PayloadType>>* out,
-      std::size_t expected_members = 0, Status* log_error = nullptr) {
+      std::size_t expected_members = 0, Status* log_error = nullptr,
+      std::span<const OfferedMember> offered = {}) {
     return dir.EvictIfUnchanged(candidate, census_version, allow_soft_pinned,
-                                out, expected_members, log_error);
+                                out, expected_members, log_error, offered);
+  }
+
+  // An asynchronous offload's "keep" completion for one object (rule V7):
+  // under the object's exclusive lock, if it is still kActive, routed as
+  // itself, at `version` and evictable (lease expired, no hard pin, no soft
+  // pin unless `allow_soft_pinned`, no task), its quota charge moves to
+  // `counted_bytes` (a growth is charged against the limit and may be
+  // refused, a shrink is refunded: Q1, Q2), a kUpsert record with the new
+  // envelope and no payload bytes is appended to the durable log, size,
+  // counted bytes and version move (version + 1), and fn(ObjectAccess&)
+  // runs under the same lock for the host to install the demoted payload
+  // (the rules of a WithObjectExclusive callback). Errors, nothing changed:
+  // kNotFound (gone), kAborted (changed or not evictable), kResourceExhausted
+  // (the growth's charge), kFailedPrecondition (ledger mismatch),
+  // kUnavailable, kInvalidArgument (empty handle), the log's Reserve or
+  // Append error; a Finalize error after the change is returned as H5 (the
+  // change is made, not acknowledged). Not for use inside a callback.
+  template <typename Directory, typename Fn>
+  static Status KeepIfUnchanged(Directory& dir,
+                                const typename Directory::Handle& handle,
+                                std::uint64_t version, bool allow_soft_pinned,
+                                std::uint64_t size_bytes,
+                                std::uint64_t counted_bytes, Fn&& fn) {
+    return dir.KeepIfUnchanged(handle, version, allow_soft_pinned, size_bytes,
+                               counted_bytes, fn);
   }
 
   // Log replay (cairn/ha/replay.h). Neither step is logged to the

@@ -1509,7 +1509,9 @@ class GroupDirectory {
   // after the member locks, each route slot is matched-unlinked and the
   // group leaves the catalog. The removal callback runs after every lock.
   // `expected_members` (0: any) is how many members the caller offered
-  // for offload; a group that has another count now is not evicted.
+  // for offload; a group that has another count now is not evicted. With
+  // `offered` not empty, every member must also be one of `offered` at the
+  // version listed there (an asynchronous offload's "remove" completion).
   // Returns kOk (evicted, appended to *out), kAborted (changed or not
   // evictable now: the caller moves on to later candidates), kNotFound
   // (already gone), kUnavailable (shut down), or the durable log's code
@@ -1522,11 +1524,27 @@ class GroupDirectory {
                               bool allow_soft_pinned,
                               std::vector<EvictedObject<Payload>>* out,
                               std::size_t expected_members = 0,
-                              Status* log_error = nullptr) {
+                              Status* log_error = nullptr,
+                              std::span<const OfferedMember> offered = {}) {
     if (is_shut_down()) return StatusCode::kUnavailable;
     if (!candidate || out == nullptr) return StatusCode::kInvalidArgument;
     Entry* c = candidate.get();
     Group* group = c->group();
+    // Sorted by entry before any lock, searched under the member locks.
+    std::vector<OfferedMember> seen(offered.begin(), offered.end());
+    std::sort(seen.begin(), seen.end(),
+              [](const OfferedMember& a, const OfferedMember& b) {
+                return std::less<const void*>()(a.entry, b.entry);
+              });
+    auto offered_now = [&seen](const Entry* e) {
+      auto it = std::lower_bound(seen.begin(), seen.end(),
+                                 static_cast<const void*>(e),
+                                 [](const OfferedMember& m, const void* p) {
+                                   return std::less<const void*>()(m.entry, p);
+                                 });
+      return it != seen.end() && it->entry == e &&
+             it->version == e->version_.load(std::memory_order_relaxed);
+    };
     // Durable log (H1): reserved before the group and object locks.
     LogStep log(options_.durable_log, options_.tenant_instance);
     if (Status s = log.Reserve(c->key(), c); !s.ok()) {
@@ -1566,7 +1584,8 @@ class GroupDirectory {
           StillRouted(c);
       for (Entry* e : members) {
         if (!ok) break;
-        ok = Evictable(e, now, allow_soft_pinned);
+        ok = Evictable(e, now, allow_soft_pinned) &&
+             (seen.empty() || offered_now(e));
       }
       if (ok) {
         ok = log.AppendGroup(DurableOp::kEvict, group, members).ok();
@@ -1606,6 +1625,57 @@ class GroupDirectory {
     route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
     return StatusCode::kOk;
+  }
+
+  // DirectoryHooks::KeepIfUnchanged: an offload's "keep" completion for
+  // one object. Under its exclusive lock: still kActive, routed as itself,
+  // at `version` and evictable now; then the charge moves to
+  // `counted_bytes` (growth charged against the limit, a shrink refunded),
+  // a kUpsert record is appended (no payload bytes), size, counted bytes
+  // and version move, and fn(Access&) runs under the same lock.
+  template <typename Fn>
+  Status KeepIfUnchanged(const Handle& handle, std::uint64_t version,
+                         bool allow_soft_pinned, std::uint64_t size_bytes,
+                         std::uint64_t counted_bytes, Fn& fn) {
+    if (Status s = CheckShutdown(); !s.ok()) return s;
+    if (!handle) return InvalidArgumentError("empty handle");
+    Entry* e = handle.get();
+    LogStep log(options_.durable_log, options_.tenant_instance);
+    if (Status s = log.Reserve(e->key(), e); !s.ok()) return s;
+    const std::int64_t now = clock_->NowNanos();
+    {
+      WriterLock lock(&e->mu_);
+      if (!e->active_locked()) return NotFoundError("object is gone");
+      if (e->version_.load(std::memory_order_relaxed) != version ||
+          !Evictable(e, now, allow_soft_pinned) || !StillRouted(e)) {
+        return AbortedError("object changed since it was offered");
+      }
+      const std::uint64_t held = e->counted_bytes();
+      // Q1/Q2: a growth is charged against the limit, a shrink refunded;
+      // a record the log refuses undoes it.
+      if (counted_bytes > held) {
+        if (Status s = ChargeQuota(counted_bytes - held); !s.ok()) return s;
+      } else if (!RefundQuota(held - counted_bytes).ok()) {
+        return FailedPreconditionError("quota ledger mismatch");
+      }
+      if (Status s =
+              log.AppendObject(DurableOp::kUpsert, e, version + 1, size_bytes,
+                               counted_bytes, LogPayload::kNone);
+          !s.ok()) {
+        if (counted_bytes > held) {
+          RefundQuota(counted_bytes - held).IgnoreError();
+        } else {
+          ForceChargeQuota(held - counted_bytes).IgnoreError();
+        }
+        return s;
+      }
+      e->counted_bytes_.store(counted_bytes, std::memory_order_relaxed);
+      e->size_bytes_ = size_bytes;
+      e->version_.fetch_add(1, std::memory_order_relaxed);
+      Access access(*e, clock_);
+      fn(access);
+    }
+    return log.Finalize(e->token());
   }
 
   // EraseGroup's body.

@@ -15,7 +15,9 @@
 //      the kept candidates before the goal, the census runs again with a
 //      larger cover (EvictionResult::census_rounds).
 //   -> one candidate per explicit group (dedupe by group)
-//   -> offload hand-off (optional host hook, no lock held)
+//   -> offload hand-off (optional host hook, no lock held): synchronous
+//      (Options::offload, V4) or a ticket the host completes later
+//      (Options::offload_async, V7, cairn/tenant/offload.h)
 //   -> DirectoryHooks::EvictIfUnchanged: lock group, then members in key
 //      order, revalidate identity, lifecycle, version, lease, pins, tasks;
 //      release quota, mark kRemoving, matched-unlink every member (V1, V2)
@@ -52,6 +54,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <span>
 #include <type_traits>
 #include <unordered_map>
@@ -63,6 +66,7 @@
 #include "cairn/base/status.h"
 #include "cairn/base/version.h"
 #include "cairn/directory/group_directory.h"
+#include "cairn/tenant/offload.h"
 #include "cairn/tenant/tenant_registry.h"
 
 CAIRN_NAMESPACE_BEGIN
@@ -115,6 +119,14 @@ struct EvictionResult {
   std::size_t offload_refused = 0;  // kept because the hand-off was refused
   std::size_t offloaded = 0;
   std::uint64_t freed_bytes = 0;  // in the policy's measure
+  // Asynchronous offload (V7): tickets handed to the host by this call and
+  // their candidates' bytes (policy measure). Handed-off bytes count
+  // towards the goal as freed bytes do: the host frees them by completing.
+  std::size_t offload_handed_off = 0;
+  std::uint64_t offload_handed_off_bytes = 0;
+  // The call stopped offering because max_offloads_in_flight tickets were
+  // out (its goal may be unmet).
+  bool offload_bound_reached = false;
   bool used_soft_pinned_pass = false;
   // Why the cycle stopped early: OK if it ran to its goal or out of
   // candidates; otherwise the durable log's error. Either a commit's
@@ -133,6 +145,7 @@ class Evictor {
   using Handle = ObjectHandle<Payload>;
   using Evicted = EvictedObject<Payload>;
   using Registry = TenantRegistry<Payload, Route>;
+  using Ticket = OffloadTicket<Payload, Route>;
 
   // Which bytes a goal counts.
   enum class Measure : std::uint8_t { kSizeBytes, kCountedBytes };
@@ -146,23 +159,42 @@ class Evictor {
     // Offered each candidate (every member of a group) before its commit,
     // with no lock held; true: the host took the data. Null: no offload.
     std::function<bool(const Handle&)> offload;
+    // Asynchronous offload (V7): handed a ticket per candidate, with no
+    // lock held, instead of the commit; the host completes it (keep,
+    // remove, fail) now or later, from any thread. At most one of offload
+    // and offload_async may be set (CAIRN_CHECK). force_evict does not
+    // apply: a ticket that fails keeps its objects.
+    std::function<void(Ticket)> offload_async;
+    // Tickets out at once, over every cycle of this Evictor (0: no bound).
+    // At the bound a cycle stops offering and says so
+    // (EvictionResult::offload_bound_reached).
+    std::size_t max_offloads_in_flight = 256;
     // Called after each committed candidate with what it removed (a group's
     // members together), with no lock held; the payloads are the host's.
     std::function<void(std::span<Evicted>)> on_evicted;
     std::size_t census_chunk = 0;  // 0: the directory's visit_chunk
   };
 
-  explicit Evictor(Options options = {}) : options_(std::move(options)) {}
+  explicit Evictor(Options options = {})
+      : options_(std::move(options)),
+        flights_(std::make_shared<tenant_internal::OffloadFlights<Payload>>(
+            options_.max_offloads_in_flight, options_.on_evicted)) {
+    CAIRN_CHECK_MSG(!(options_.offload && options_.offload_async),
+                    "set at most one of offload and offload_async");
+  }
   Evictor(const Evictor&) = delete;
   Evictor& operator=(const Evictor&) = delete;
 
   // Reports the cairn_eviction_* counters (docs/metrics.md, "Eviction"):
   // cycles, census rounds, passes, candidates evicted (objects, groups,
   // bytes in both measures), skipped, offload hand-offs accepted and
-  // refused, and cycles stopped by a durable-log refusal. Relaxed loads, no
-  // lock; a cycle running meanwhile may be partly included. Safe from any
+  // refused, asynchronous hand-offs by outcome and in flight, and cycles
+  // stopped by a durable-log refusal or the in-flight bound. Relaxed loads;
+  // the in-flight gauge takes the in-flight mutex (a leaf) briefly. A cycle
+  // or completion running meanwhile may be partly included. Safe from any
   // thread, also from the evictor's own callbacks.
   void VisitMetrics(MetricVisitor& visitor) const {
+    const tenant_internal::OffloadFlights<Payload>& f = *flights_;
     visitor.CounterValue("cairn_eviction_cycles_total",
                          "Eviction cycles run (Evict calls with a goal).",
                          cycles_.Value());
@@ -181,19 +213,22 @@ class Evictor {
                          soft_passes_.Value(), soft);
     visitor.CounterValue("cairn_eviction_evicted_objects_total",
                          "Objects evicted (every member of an evicted group).",
-                         evicted_objects_.Value());
+                         evicted_objects_.Value() + f.evicted_objects.Value());
     visitor.CounterValue("cairn_eviction_evicted_groups_total",
                          "Explicit groups evicted whole.",
-                         evicted_groups_.Value());
+                         evicted_groups_.Value() + f.evicted_groups.Value());
     static constexpr std::string_view kBytesHelp =
         "Bytes evicted: size (size_bytes) or counted (counted_bytes).";
     const std::array<MetricLabel, 1> size = {MetricLabel{"measure", "size"}};
     const std::array<MetricLabel, 1> counted = {
         MetricLabel{"measure", "counted"}};
-    visitor.CounterValue("cairn_eviction_evicted_bytes_total", kBytesHelp,
-                         evicted_size_bytes_.Value(), size);
-    visitor.CounterValue("cairn_eviction_evicted_bytes_total", kBytesHelp,
-                         evicted_counted_bytes_.Value(), counted);
+    visitor.CounterValue(
+        "cairn_eviction_evicted_bytes_total", kBytesHelp,
+        evicted_size_bytes_.Value() + f.evicted_size_bytes.Value(), size);
+    visitor.CounterValue(
+        "cairn_eviction_evicted_bytes_total", kBytesHelp,
+        evicted_counted_bytes_.Value() + f.evicted_counted_bytes.Value(),
+        counted);
     visitor.CounterValue(
         "cairn_eviction_skipped_total",
         "Candidates that changed since the census and were kept (V2).",
@@ -208,6 +243,35 @@ class Evictor {
                          offload_accepted_.Value(), accepted);
     visitor.CounterValue("cairn_eviction_offloads_total", kOffloadHelp,
                          offload_refused_.Value(), refused);
+    static constexpr std::string_view kAsyncHelp =
+        "Asynchronous offload tickets: handed off, then by completion (a "
+        "group is one ticket).";
+    const std::array<MetricLabel, 1> handed = {
+        MetricLabel{"outcome", "handed_off"}};
+    const std::array<MetricLabel, 1> kept = {MetricLabel{"outcome", "kept"}};
+    const std::array<MetricLabel, 1> removed = {
+        MetricLabel{"outcome", "removed"}};
+    const std::array<MetricLabel, 1> failed = {
+        MetricLabel{"outcome", "failed"}};
+    const std::array<MetricLabel, 1> not_applied = {
+        MetricLabel{"outcome", "not_applied"}};
+    visitor.CounterValue("cairn_eviction_offload_tickets_total", kAsyncHelp,
+                         handed_off_.Value(), handed);
+    visitor.CounterValue("cairn_eviction_offload_tickets_total", kAsyncHelp,
+                         f.kept.Value(), kept);
+    visitor.CounterValue("cairn_eviction_offload_tickets_total", kAsyncHelp,
+                         f.removed.Value(), removed);
+    visitor.CounterValue("cairn_eviction_offload_tickets_total", kAsyncHelp,
+                         f.failed.Value(), failed);
+    visitor.CounterValue("cairn_eviction_offload_tickets_total", kAsyncHelp,
+                         f.not_applied.Value(), not_applied);
+    visitor.GaugeValue("cairn_eviction_offloads_in_flight",
+                       "Asynchronous offload tickets not yet completed.",
+                       static_cast<double>(f.in_flight()));
+    visitor.CounterValue(
+        "cairn_eviction_offload_bound_stops_total",
+        "Cycles that stopped offering at max_offloads_in_flight.",
+        bound_stops_.Value());
     visitor.CounterValue(
         "cairn_eviction_log_refusals_total",
         "Cycles stopped because the durable log refused a reservation or "
@@ -221,7 +285,10 @@ class Evictor {
   // continues with soft-pinned ones until `lower_bound_bytes`. Candidates
   // run in one global ranking across `dirs`. A directory shut down mid-way
   // is skipped. The first commit whose durable-log reservation or record
-  // fails ends the call, with that error in EvictionResult::status.
+  // fails ends the call, with that error in EvictionResult::status. With
+  // offload_async, a candidate handed off counts its bytes towards the
+  // goals (EvictionResult::offload_handed_off_bytes) and is not committed
+  // here; the call ends early at the in-flight bound (V7).
   EvictionResult Evict(std::span<Directory* const> dirs,
                        std::uint64_t target_bytes,
                        std::uint64_t lower_bound_bytes, Measure measure) {
@@ -233,7 +300,7 @@ class Evictor {
     Refused refused;
     std::uint64_t slack = kInitialSlack;
     while (true) {
-      const std::uint64_t freed = result.freed_bytes;
+      const std::uint64_t freed = Progress(result);
       const std::uint64_t need_unpinned =
           target_bytes > freed ? target_bytes - freed : 0;
       const std::uint64_t need_soft =
@@ -247,19 +314,21 @@ class Evictor {
       std::vector<Candidate> ranked = unpinned.TakeRanked();
       RunPass(dirs, ranked, /*soft=*/false, target_bytes, measure, refused,
               &result);
-      if (!result.status.ok()) return result;  // the log refused: stop
-      if (result.freed_bytes < target_bytes && unpinned.dropped()) {
+      // The log refused, or the in-flight bound was reached: stop.
+      if (!result.status.ok() || result.offload_bound_reached) return result;
+      if (Progress(result) < target_bytes && unpinned.dropped()) {
         slack = SaturatingMul(slack, kSlackGrowth);  // more exist: look again
         continue;
       }
-      if (options_.allow_soft_pinned &&
-          result.freed_bytes < lower_bound_bytes) {
+      if (options_.allow_soft_pinned && Progress(result) < lower_bound_bytes) {
         result.used_soft_pinned_pass = true;
         ranked = soft.TakeRanked();
         RunPass(dirs, ranked, /*soft=*/true, lower_bound_bytes, measure,
                 refused, &result);
-        if (!result.status.ok()) return result;
-        if (result.freed_bytes < lower_bound_bytes && soft.dropped()) {
+        if (!result.status.ok() || result.offload_bound_reached) {
+          return result;
+        }
+        if (Progress(result) < lower_bound_bytes && soft.dropped()) {
           slack = SaturatingMul(slack, kSlackGrowth);
           continue;
         }
@@ -342,7 +411,8 @@ class Evictor {
   // key, so at a full tenant a put whose key exists is refused by the quota
   // first, and evicts, before it fails with kAlreadyExists. Safe from any
   // thread; not inside a callback of the tenant's directory (the eviction
-  // takes its locks).
+  // takes its locks). With offload_async, only tickets completed before the
+  // retry (say, inside the hook) have freed anything for it.
   template <typename Put>
   auto AdmitEvicting(typename Registry::TenantType& tenant, std::uint64_t bytes,
                      Put&& put, std::size_t max_rounds = 3)
@@ -388,7 +458,13 @@ class Evictor {
     std::uint64_t bytes = 0;  // a group's: the sum of its census members
     bool soft_pinned = false;
     std::vector<Handle> members;  // a group's members seen by the census
+    std::vector<std::uint64_t> member_versions;  // members[i]'s census version
   };
+
+  // Bytes towards a goal: freed now, or handed off for the host to free.
+  static std::uint64_t Progress(const EvictionResult& r) noexcept {
+    return r.freed_bytes + r.offload_handed_off_bytes;
+  }
 
   static StatusCode CodeOf(const Status& s) noexcept { return s.code(); }
   template <typename T>
@@ -407,6 +483,9 @@ class Evictor {
     into.offload_refused += r.offload_refused;
     into.offloaded += r.offloaded;
     into.freed_bytes += r.freed_bytes;
+    into.offload_handed_off += r.offload_handed_off;
+    into.offload_handed_off_bytes += r.offload_handed_off_bytes;
+    into.offload_bound_reached |= r.offload_bound_reached;
     into.used_soft_pinned_pass |= r.used_soft_pinned_pass;
     if (!r.status.ok()) into.status = r.status;
   }
@@ -484,8 +563,9 @@ class Evictor {
     std::vector<Candidate> heap_;
   };
 
-  // Handles whose offload was refused and kept, pinned so that their
-  // addresses stay theirs for the whole Evict call.
+  // Handles whose offload was refused and kept, or that were handed off
+  // asynchronously (or found in flight), pinned so that their addresses
+  // stay theirs for the whole Evict call: none is offered again by it.
   struct Refused {
     std::unordered_set<const void*> entries;
     std::vector<Handle> pinned;
@@ -544,7 +624,7 @@ class Evictor {
               if (blocked || refused.Contains(h)) return;
               offer(m.lease_deadline_nanos, bytes, soft, [&] {
                 return Candidate{d,     h,    m.version, m.lease_deadline_nanos,
-                                 bytes, soft, {}};
+                                 bytes, soft, {},        {}};
               });
               return;
             }
@@ -555,13 +635,20 @@ class Evictor {
             }
             auto [it, fresh] = group_slot.emplace(key, groups.size());
             if (fresh) {
-              groups.push_back(Candidate{
-                  d, h, m.version, m.lease_deadline_nanos, bytes, soft, {h}});
+              groups.push_back(Candidate{d,
+                                         h,
+                                         m.version,
+                                         m.lease_deadline_nanos,
+                                         bytes,
+                                         soft,
+                                         {h},
+                                         {m.version}});
             } else {
               Candidate& c = groups[it->second];
               c.bytes += bytes;
               c.soft_pinned = c.soft_pinned || soft;
               c.members.push_back(h);
+              c.member_versions.push_back(m.version);
             }
           },
           options_.census_chunk)
@@ -584,8 +671,13 @@ class Evictor {
     (soft ? soft_passes_ : unpinned_passes_).Add();
     std::vector<Evicted> out;
     for (const Candidate& c : ranked) {
-      if (result->freed_bytes >= goal) return;
+      if (Progress(*result) >= goal) return;
       if (c.soft_pinned != soft) continue;
+      if (options_.offload_async) {
+        if (refused.Contains(c.handle)) continue;
+        if (!HandOffAsync(dirs, c, soft, refused, result)) return;  // bound
+        continue;
+      }
       if (options_.offload) {
         if (refused.Contains(c.handle)) continue;
         if (!HandOff(c, result)) {
@@ -664,7 +756,50 @@ class Evictor {
     return options_.force_evict;
   }
 
+  // Asynchronous hand-off (V7): admits the candidate into the in-flight
+  // set and hands the host its ticket, with no lock held. A candidate
+  // already in flight (from another cycle) is passed over; either way it
+  // is not offered again in this call. False: the in-flight bound is
+  // reached, the call stops offering.
+  bool HandOffAsync(std::span<Directory* const> dirs, const Candidate& c,
+                    bool soft, Refused& offered, EvictionResult* result) {
+    std::vector<Handle> handles;
+    std::vector<std::uint64_t> versions;
+    if (c.members.empty()) {
+      handles.push_back(c.handle);
+      versions.push_back(c.version);
+    } else {
+      handles = c.members;
+      versions = c.member_versions;
+    }
+    std::vector<const void*> entries;
+    entries.reserve(handles.size());
+    for (const Handle& h : handles) entries.push_back(h.get());
+    switch (flights_->Begin(entries)) {
+      case tenant_internal::OffloadFlights<Payload>::Admit::kFull:
+        result->offload_bound_reached = true;
+        bound_stops_.Add();
+        return false;
+      case tenant_internal::OffloadFlights<Payload>::Admit::kBusy:
+        for (const Handle& h : handles) offered.Add(h);
+        return true;
+      case tenant_internal::OffloadFlights<Payload>::Admit::kAdmitted:
+        break;
+    }
+    for (const Handle& h : handles) offered.Add(h);
+    ++result->offload_handed_off;
+    result->offload_handed_off_bytes += c.bytes;
+    handed_off_.Add();
+    options_.offload_async(Ticket(flights_, dirs[c.dir], std::move(handles),
+                                  std::move(versions), std::move(entries), soft,
+                                  c.bytes));
+    return true;
+  }
+
   const Options options_;
+  // In-flight tickets and the counters their completions move; shared with
+  // the tickets, which may outlive this Evictor.
+  const std::shared_ptr<tenant_internal::OffloadFlights<Payload>> flights_;
   // Metrics (VisitMetrics): summed over every cycle; each add is made where
   // the cycle's EvictionResult field moves.
   Counter cycles_;
@@ -678,6 +813,8 @@ class Evictor {
   Counter skipped_;
   Counter offload_accepted_;
   Counter offload_refused_;
+  Counter handed_off_;
+  Counter bound_stops_;
   Counter log_refusals_;
 };
 
