@@ -9,7 +9,11 @@
 // batch mutations (BatchCreatePending, BatchCommit, BatchErase, D10) with
 // quota, a durable log and eviction commits, and checks Q2 (charged bytes
 // equal the live objects' charges) and V1 (each group wholly present or
-// wholly gone) after every step.
+// wholly gone) after every step. It runs with a pending-put timeout, so
+// its creates take over expired pending puts (D11), and it also aborts
+// current and stale tokens and runs the reaper; at the end of each seed
+// the durable log is replayed onto an empty directory, which must hold
+// the same active objects.
 
 #include <chrono>
 #include <cstdint>
@@ -30,6 +34,7 @@
 #include "cairn/directory/durable_log.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/directory/quota.h"
+#include "cairn/ha/replay.h"
 #include "directory/directory_testing.h"
 #include "testing/stress.h"
 
@@ -313,7 +318,10 @@ struct BatchModelObject {
   bool pending = true;
   bool hard_pin = false;
   std::int64_t lease = 0;  // singletons only
+  std::int64_t since = 0;  // when the pending put was made
 };
+
+constexpr std::int64_t kPendingTimeout = 2'000'000'000;  // 2 s
 
 TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
   using Dir = testing::TestDirectory<TypeParam>;
@@ -331,6 +339,7 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
     options.durable_log = &log;
     options.route.bucket_count = 4;
     options.lifecycle_stripes = 2;
+    options.pending_put_timeout = nanoseconds(kPendingTimeout);
     std::map<ObjectId, int> removals;
     options.on_removed = [&](const RemovedObject& r) {
       ++removals[r.token.object];
@@ -364,12 +373,19 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
     auto lease_of = [&](const BatchModelObject& o) {
       return o.group.empty() ? o.lease : group_lease.at(o.group);
     };
+    // The reaper's expiry rule (D11): pending and made at or before the
+    // cutoff.
+    auto expired = [&](const std::string& key, std::int64_t now) {
+      auto it = model.find(key);
+      return it != model.end() && it->second.pending &&
+             it->second.since <= now - kPendingTimeout;
+    };
 
     for (int step = 0; step < steps; ++step) {
       SCOPED_TRACE("step " + std::to_string(step));
       const std::int64_t now = clock.NowNanos();
       const std::size_t batch = 1 + rand(5);
-      switch (rand(6)) {
+      switch (rand(8)) {
         case 0:
         case 1: {  // BatchCreatePending
           std::vector<std::string> names;
@@ -392,16 +408,26 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
           for (std::size_t i = 0; i < puts.size(); ++i) {
             const CreateOptions& o = puts[i].options;
             // As CreatePending: the quota is charged before the route is
-            // looked at.
-            if (o.counted_bytes != 0 &&
-                charged() + o.counted_bytes > quota.limit()) {
-              EXPECT_EQ(made[i].status().code(),
-                        StatusCode::kResourceExhausted);
-              continue;
+            // looked at; refused, an expired pending put of the key is
+            // aborted and the charge tried again (D11).
+            auto fits = [&] {
+              return o.counted_bytes == 0 ||
+                     charged() + o.counted_bytes <= quota.limit();
+            };
+            if (!fits()) {
+              if (expired(names[i], now)) remove(names[i]);
+              if (!fits()) {
+                EXPECT_EQ(made[i].status().code(),
+                          StatusCode::kResourceExhausted);
+                continue;
+              }
             }
             if (model.count(names[i]) != 0) {
-              EXPECT_EQ(made[i].status().code(), StatusCode::kAlreadyExists);
-              continue;
+              if (!expired(names[i], now)) {
+                EXPECT_EQ(made[i].status().code(), StatusCode::kAlreadyExists);
+                continue;
+              }
+              remove(names[i]);  // taken over (D11)
             }
             ASSERT_TRUE(made[i].ok()) << made[i].status().ToString();
             BatchModelObject m;
@@ -409,6 +435,7 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
             m.group = std::string(o.group);
             m.counted = o.counted_bytes;
             m.hard_pin = o.hard_pin;
+            m.since = now;
             const std::int64_t deadline =
                 o.lease_ttl.count() > 0 ? now + o.lease_ttl.count() : 0;
             if (m.group.empty()) {
@@ -502,6 +529,32 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
           for (const std::string& m : unit) remove(m);
           break;
         }
+        case 5: {  // Abort of a current or stale token
+          if (history.empty()) break;
+          const auto& [k, t] = history[rand(history.size())];
+          const Status s = dir.Abort(k, t);
+          auto it = model.find(k);
+          if (it == model.end() || it->second.token.object != t.object) {
+            EXPECT_EQ(s.code(), StatusCode::kNotFound);
+          } else if (!it->second.pending) {
+            EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+          } else {
+            EXPECT_TRUE(s.ok()) << s.ToString();
+            remove(k);
+          }
+          break;
+        }
+        case 6: {  // the reaper: every expired pending put goes
+          std::size_t want = 0;
+          for (const std::string& k : keys) {
+            if (expired(k, now)) {
+              remove(k);
+              ++want;
+            }
+          }
+          EXPECT_EQ(dir.ReapPendingPuts(), want);
+          break;
+        }
         default:
           clock.Advance(std::chrono::seconds(1 + rand(2)));
           break;
@@ -544,6 +597,30 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
       if (::testing::Test::HasFailure()) return;
     }
     for (const auto& [id, count] : removals) EXPECT_EQ(count, 1) << id;
+    // The log replayed onto an empty directory gives the active objects
+    // (takeovers, aborts and reaps wrote nothing, H1): same ids, same
+    // counted bytes, and an account holding exactly them (Q2).
+    QuotaAccount replica_quota;
+    DirectoryOptions replica_options;
+    replica_options.quota = &replica_quota;
+    Dir replica(std::move(replica_options));
+    for (const std::string& body : log.durable_bodies()) {
+      DurableRecordView record;
+      ASSERT_TRUE(DecodeDurableRecord(body, &record).ok());
+      ASSERT_TRUE(ApplyDurableRecord(replica, record).ok());
+    }
+    std::uint64_t committed = 0;
+    for (const std::string& k : keys) {
+      auto it = model.find(k);
+      Result<Handle> h = replica.Pin(k);
+      const bool active = it != model.end() && !it->second.pending;
+      ASSERT_EQ(h.ok(), active) << k;
+      if (!active) continue;
+      EXPECT_EQ(h.value().token().object, it->second.token.object) << k;
+      EXPECT_EQ(h.value()->counted_bytes(), it->second.counted) << k;
+      committed += it->second.counted;
+    }
+    EXPECT_EQ(replica_quota.charged(), committed);
   }
 }
 

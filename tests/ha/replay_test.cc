@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cairn/base/clock.h"
 #include "cairn/directory/group_directory.h"
 #include "cairn/ha/file_durable_log.h"
 #include "cairn/ha/snapshot.h"
@@ -213,6 +214,201 @@ TEST(ReplayTest, DirectoryRecordsRebuildThePrimaryIdempotently) {
   ASSERT_TRUE(fresh.ok());
   for (const auto& [key, o] : want)
     EXPECT_GT(fresh->token().object, o.id) << key;
+}
+
+// D11 with H1 and H3: a takeover of an expired pending put or staged
+// upsert writes no record (nothing a reader sees changes), the stale
+// token's late Commit / CommitUpsert fails and writes none either, and a
+// replica that applies the log holds exactly the primary's active objects
+// (ids, versions, sizes, payloads) and their charges. A fixed scenario,
+// then random takeover-heavy sequences applied as a standby would, record
+// by record, compared after every step.
+TEST(ReplayTest, D11TakeoversReplayToThePrimarysDirectory) {
+  static constexpr std::chrono::nanoseconds kTimeout{100};
+  struct Source {
+    ManualClock clock;
+    QuotaAccount quota;
+    InMemoryDurableLog log;
+    std::unique_ptr<Dir> dir;
+    Source() {
+      DirectoryOptions o;
+      o.clock = &clock;
+      o.quota = &quota;
+      o.durable_log = &log;
+      o.pending_put_timeout = kTimeout;
+      dir = std::make_unique<Dir>(std::move(o));
+    }
+  };
+  struct Follower {
+    QuotaAccount quota;
+    std::unique_ptr<Dir> dir;
+    std::size_t applied = 0;
+    Follower() {
+      DirectoryOptions o;
+      o.quota = &quota;
+      dir = std::make_unique<Dir>(std::move(o));
+    }
+    void CatchUp(const InMemoryDurableLog& log) {
+      const std::vector<std::string> bodies = log.durable_bodies();
+      for (; applied < bodies.size(); ++applied) {
+        DurableRecordView record;
+        ASSERT_TRUE(DecodeDurableRecord(bodies[applied], &record).ok());
+        ASSERT_TRUE(ApplyDurableRecord(*dir, record).ok());
+      }
+    }
+  };
+  // The primary's committed state: its objects, and its charges less the
+  // pending ones (which no replica holds).
+  auto expect_same = [](Source& p, Follower& r) {
+    r.CatchUp(p.log);
+    const auto want = DumpDirectory(*p.dir);
+    EXPECT_EQ(DumpDirectory(*r.dir), want);
+    std::uint64_t sum = 0;
+    for (const auto& [key, o] : want) sum += o.counted;
+    EXPECT_EQ(p.quota.charged() - p.dir->pending_charge_bytes(), sum);
+    EXPECT_EQ(r.quota.charged(), sum);
+  };
+
+  {
+    Source p;
+    Follower r;
+    ASSERT_TRUE(p.dir->Create("a", {}, Blob{"a1"}).ok());
+    CreateOptions put;
+    put.counted_bytes = 4;
+    auto stale = p.dir->CreatePending("p", put, Blob{"old"});
+    ASSERT_TRUE(stale.ok());
+    CreateOptions member = put;
+    member.group = "g";
+    auto stale_member = p.dir->CreatePending("m", member, Blob{"m-old"});
+    ASSERT_TRUE(stale_member.ok());
+    auto a = p.dir->Pin("a");
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(p.dir->BeginUpsert("a", a->token(), {7, 7}).ok());
+    p.clock.Advance(kTimeout);
+    // The takeovers: nothing logged.
+    put.counted_bytes = 6;
+    auto fresh = p.dir->CreatePending("p", put, Blob{"new"});
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    member.counted_bytes = 2;
+    auto fresh_member = p.dir->CreatePending("m", member, Blob{"m-new"});
+    ASSERT_TRUE(fresh_member.ok()) << fresh_member.status().ToString();
+    UpsertStage stage;
+    ASSERT_TRUE(p.dir->BeginUpsert("a", a->token(), {9, 3}, &stage).ok());
+    ASSERT_EQ(p.log.records().size(), 1u);  // "a"'s create only
+    // The stale holders' late calls fail and log nothing.
+    EXPECT_EQ(p.dir->Commit("p", stale->token()).code(), StatusCode::kNotFound);
+    EXPECT_EQ(p.dir->Commit("m", stale_member->token()).code(),
+              StatusCode::kNotFound);
+    EXPECT_EQ(
+        p.dir->CommitUpsertWithPayload("a", a->token(), Blob{"stale"}).code(),
+        StatusCode::kFailedPrecondition);
+    ASSERT_EQ(p.log.records().size(), 1u);
+    ASSERT_TRUE(p.dir->Commit("p", fresh->token()).ok());
+    ASSERT_TRUE(p.dir->Commit("m", fresh_member->token()).ok());
+    ASSERT_TRUE(
+        p.dir->CommitUpsertWithPayload("a", a->token(), stage, Blob{"a2"})
+            .ok());
+    ASSERT_EQ(p.log.durable_bodies().size(), 4u);
+    expect_same(p, r);
+    const auto dumped = DumpDirectory(*r.dir);
+    EXPECT_EQ(dumped.at("p").id, fresh->token().object);
+    EXPECT_EQ(dumped.at("p").payload, "new");
+    EXPECT_EQ(dumped.at("m").group, "g");
+    EXPECT_EQ(dumped.at("a").payload, "a2");
+    EXPECT_EQ(dumped.at("a").counted, 3u);
+    // Applied again from the start: the same (idempotent, H3).
+    Follower again;
+    again.CatchUp(p.log);
+    again.applied = 0;
+    again.CatchUp(p.log);
+    EXPECT_EQ(DumpDirectory(*again.dir), DumpDirectory(*p.dir));
+  }
+
+  const int seeds = testing::StressIterations(testing::kUnderTsan ? 3 : 10);
+  for (int seed = 0; seed < seeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Source p;
+    Follower r;
+    std::mt19937_64 rng(seed * 31337 + 5);
+    auto pick = [&](std::uint64_t n) { return rng() % n; };
+    std::vector<std::pair<std::string, ObjectToken>> puts;
+    std::vector<std::pair<std::string, UpsertStage>> stages;
+    for (int step = 0; step < 300; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const std::string key = "k" + std::to_string(pick(5));
+      const std::string payload = "p" + std::to_string(step);
+      switch (pick(9)) {
+        case 0:
+        case 1: {
+          CreateOptions o;
+          o.counted_bytes = pick(20);
+          if (pick(3) == 0) o.group = "g" + std::to_string(pick(2));
+          auto made = p.dir->CreatePending(key, o, Blob{payload});
+          if (made.ok()) puts.emplace_back(key, made->token());
+          break;
+        }
+        case 2: {
+          if (puts.empty()) break;
+          const auto& [k, t] = puts[pick(puts.size())];
+          p.dir->Commit(k, t).IgnoreError();
+          break;
+        }
+        case 3: {
+          if (puts.empty()) break;
+          const auto& [k, t] = puts[pick(puts.size())];
+          p.dir->Abort(k, t).IgnoreError();
+          break;
+        }
+        case 4: {
+          auto pinned = p.dir->Pin(key);
+          if (!pinned.ok()) break;
+          const std::uint64_t bytes = pick(20);
+          UpsertStage stage;
+          const bool named = pick(2) == 0;
+          if (p.dir
+                  ->BeginUpsert(key, pinned->token(), {bytes, bytes},
+                                named ? &stage : nullptr)
+                  .ok() &&
+              named) {
+            stages.emplace_back(key, stage);
+          }
+          break;
+        }
+        case 5: {
+          auto pinned = p.dir->Pin(key);
+          if (!pinned.ok()) break;
+          if (!stages.empty() && pick(2) == 0) {
+            const auto& [k, stage] = stages[pick(stages.size())];
+            auto staged = p.dir->Pin(k);
+            if (!staged.ok()) break;
+            p.dir
+                ->CommitUpsertWithPayload(k, staged->token(), stage,
+                                          Blob{payload})
+                .IgnoreError();
+          } else {
+            p.dir->CommitUpsertWithPayload(key, pinned->token(), Blob{payload})
+                .IgnoreError();
+          }
+          break;
+        }
+        case 6:
+          p.clock.Advance(std::chrono::nanoseconds(30 + pick(60)));
+          break;
+        case 7:
+          p.dir->ReapPendingPuts();
+          break;
+        default: {
+          EraseOptions force;
+          force.force = true;
+          p.dir->Erase(key, force).IgnoreError();
+          break;
+        }
+      }
+      expect_same(p, r);
+      ASSERT_EQ(p.log.open_reservations(), 0u);
+      if (HasFailure()) return;
+    }
+  }
 }
 
 TEST(ReplayTest, ApplierRefusesGapsAndSkipsWhatItApplied) {

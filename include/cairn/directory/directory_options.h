@@ -79,6 +79,13 @@ struct UpsertOptions {
   std::uint64_t counted_bytes = 0;
 };
 
+// Names one staging of an object's upsert: BeginUpsert's out-parameter,
+// passed back to CommitUpsert / AbortUpsert so they settle that staging and
+// no later one (D11). Numbers are per object instance, from 1; 0 names none.
+struct UpsertStage {
+  std::uint32_t number = 0;
+};
+
 struct CreateOptions {
   // Empty: a singleton. Otherwise create-or-join this explicit group.
   std::string_view group;

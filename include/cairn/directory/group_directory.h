@@ -155,8 +155,16 @@ class GroupDirectory {
   // kCreating (no lookup returns it, D6) with its counted bytes charged as
   // pending. Commit() makes it kActive; Abort() or ReapPendingPuts() removes
   // it and refunds the charge. A pending key blocks other creates of it
-  // (kAlreadyExists). Errors as Create, plus kResourceExhausted from the
-  // quota (its message carries the deficit), nothing charged.
+  // (kAlreadyExists) until it expires: a pending put of the key older than
+  // pending_put_timeout (ReapPendingPuts' rule, on the injected clock) is
+  // taken over (D11): under the key's lifecycle stripe it is aborted as
+  // Abort would (its charge refunded, its removal callback run once,
+  // off-lock, after this call's own work), so its token's Commit or Abort
+  // then fails with kNotFound, and this put takes the key. If the quota
+  // refuses this put's charge while an expired put holds the key, that put
+  // is aborted first and the charge tried once more. Errors as Create, plus
+  // kResourceExhausted from the quota (its message carries the deficit),
+  // nothing charged.
   Result<Handle> CreatePending(std::string_view key,
                                const CreateOptions& options = {},
                                Payload payload = Payload()) {
@@ -211,8 +219,27 @@ class GroupDirectory {
   // (quota, with the deficit), kInvalidArgument, kUnavailable.
   Status BeginUpsert(std::string_view key, ObjectToken token,
                      const UpsertOptions& options) {
+    return BeginUpsert(key, token, options, nullptr);
+  }
+  // BeginUpsert that names its staging in *stage (null: as above), to pass
+  // to CommitUpsert / AbortUpsert, and that takes over (D11) a staged upsert
+  // of the instance older than pending_put_timeout (ReapPendingPuts' rule,
+  // on the injected clock): under the object's exclusive lock the expired
+  // staging's charge is refunded and this one staged in the same step. A
+  // CommitUpsert or AbortUpsert of the expired staging then fails with
+  // kFailedPrecondition and leaves this one as it is: named, its number is
+  // not this one's; unnamed, a staging that took over another is settled
+  // only by a call naming it. The unnamed BeginUpsert takes over nothing:
+  // both stagers would hold the same token. If the quota refuses this
+  // charge, an expired staging is taken over first and the charge tried
+  // once more under the lock; refused again, kResourceExhausted, and the
+  // expired staging stays dropped (the reaper would have dropped it). A
+  // staging not yet expired refuses as above. Not logged: a staged upsert
+  // is invisible (H1); the commit logs. Errors as BeginUpsert.
+  Status BeginUpsert(std::string_view key, ObjectToken token,
+                     const UpsertOptions& options, UpsertStage* stage) {
     bool quota_refused = false;
-    Status s = BeginUpsertImpl(key, token, options, &quota_refused);
+    Status s = BeginUpsertImpl(key, token, options, stage, &quota_refused);
     CountOp(MetricOp::kBeginUpsert, s.code(), quota_refused);
     return s;
   }
@@ -228,11 +255,25 @@ class GroupDirectory {
   // envelope and no payload bytes; use CommitUpsertWithPayload to log them.
   template <typename Fn>
   Status CommitUpsert(std::string_view key, ObjectToken token, Fn&& fn) {
-    return Counted(MetricOp::kCommitUpsert,
-                   CommitStagedUpsert(key, token, LogPayload::kNone, {}, fn));
+    return Counted(
+        MetricOp::kCommitUpsert,
+        CommitStagedUpsert(key, token, StageRef{}, LogPayload::kNone, {}, fn));
   }
   Status CommitUpsert(std::string_view key, ObjectToken token) {
     return CommitUpsert(key, token, [](Access&) {});
+  }
+  // CommitUpsert of the staging `stage` names (D11): kFailedPrecondition
+  // if another staging, or none, is pending.
+  template <typename Fn>
+  Status CommitUpsert(std::string_view key, ObjectToken token,
+                      UpsertStage stage, Fn&& fn) {
+    return Counted(MetricOp::kCommitUpsert,
+                   CommitStagedUpsert(key, token, StageRef{false, &stage},
+                                      LogPayload::kNone, {}, fn));
+  }
+  Status CommitUpsert(std::string_view key, ObjectToken token,
+                      UpsertStage stage) {
+    return CommitUpsert(key, token, stage, [](Access&) {});
   }
 
   // CommitUpsert that installs `payload` as the object's payload. With a
@@ -242,28 +283,32 @@ class GroupDirectory {
   // object lock is released. Errors, no state change: as CommitUpsert.
   Status CommitUpsertWithPayload(std::string_view key, ObjectToken token,
                                  Payload payload) {
-    std::string bytes;
-    if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
-      if (options_.durable_log != nullptr) {
-        DurablePayloadCodec<Payload>::Encode(payload, &bytes);
-      }
-    }
-    std::optional<Payload> replaced;  // outlives the lock
-    return Counted(
-        MetricOp::kCommitUpsert,
-        CommitStagedUpsert(key, token, LogPayload::kGiven, bytes,
-                           [&](Access& access) {
-                             replaced.emplace(std::move(access.payload()));
-                             access.payload() = std::move(payload);
-                           }));
+    return CommitUpsertWithPayloadImpl(key, token, StageRef{},
+                                       std::move(payload));
+  }
+  // CommitUpsertWithPayload of the staging `stage` names (D11), as the
+  // CommitUpsert that names one.
+  Status CommitUpsertWithPayload(std::string_view key, ObjectToken token,
+                                 UpsertStage stage, Payload payload) {
+    return CommitUpsertWithPayloadImpl(key, token, StageRef{false, &stage},
+                                       std::move(payload));
   }
 
   // Drops the staged upsert of `token` and refunds its pending charge; the
   // committed state is untouched. Errors as CommitUpsert.
   Status AbortUpsert(std::string_view key, ObjectToken token) {
-    return Counted(MetricOp::kAbortUpsert,
-                   AbortStagedUpsert(key, token,
-                                     std::numeric_limits<std::int64_t>::max()));
+    return Counted(
+        MetricOp::kAbortUpsert,
+        AbortStagedUpsert(key, token, std::numeric_limits<std::int64_t>::max(),
+                          StageRef{}));
+  }
+  // AbortUpsert of the staging `stage` names (D11).
+  Status AbortUpsert(std::string_view key, ObjectToken token,
+                     UpsertStage stage) {
+    return Counted(
+        MetricOp::kAbortUpsert,
+        AbortStagedUpsert(key, token, std::numeric_limits<std::int64_t>::max(),
+                          StageRef{false, &stage}));
   }
 
   // Aborts every pending put and staged upsert older than
@@ -273,9 +318,8 @@ class GroupDirectory {
   // re-checking that it is the same instance and still that old. Not for use
   // inside a callback.
   std::size_t ReapPendingPuts() {
-    if (options_.pending_put_timeout.count() <= 0 || is_shut_down()) return 0;
-    const std::int64_t cutoff =
-        clock_->NowNanos() - options_.pending_put_timeout.count();
+    std::int64_t cutoff = 0;
+    if (!PendingCutoff(&cutoff) || is_shut_down()) return 0;
     struct Expired {
       std::string key;
       ObjectToken token;
@@ -300,8 +344,9 @@ class GroupDirectory {
         });
     std::size_t reaped = 0;
     for (const Expired& x : expired) {
-      const Status s = x.upsert ? AbortStagedUpsert(x.key, x.token, cutoff)
-                                : AbortPending(x.key, x.token, cutoff);
+      const Status s =
+          x.upsert ? AbortStagedUpsert(x.key, x.token, cutoff, StageRef{true})
+                   : AbortPending(x.key, x.token, cutoff);
       if (s.ok()) ++reaped;
     }
     if (directory_internal::WriteCounters* w = metrics_.Get();
@@ -785,6 +830,13 @@ class GroupDirectory {
   using LogStep = directory_internal::LogStep<Payload>;
   using LogPayload = directory_internal::LogPayload;
 
+  // Which staged upsert a CommitUpsert / AbortUpsert settles (D11, see
+  // Settles).
+  struct StageRef {
+    bool any = false;
+    const UpsertStage* named = nullptr;
+  };
+
   struct Removal {
     Owner owner;  // keeps the entry (and its key) alive for the callback
     RemovedObject info;
@@ -1210,6 +1262,9 @@ class GroupDirectory {
     Owner routed;
     Owner unpublished_owner;
     std::unique_ptr<Entry> unpublished;
+    // An expired pending put CreatePending took over (D11): its removal
+    // callback runs after the create's own work.
+    Removal taken_over;
   };
 
   // `restored` (DirectoryHooks::CreateRestored only; null on every host
@@ -1265,10 +1320,16 @@ class GroupDirectory {
     }
     // Quota (Q1, Q3): charged first, lock-free, and refunded if the create
     // fails. A restored object was admitted by the primary: forced.
-    if (Status s = restored == nullptr
-                       ? ChargeQuota(options.counted_bytes)
-                       : ForceChargeQuota(options.counted_bytes);
-        !s.ok()) {
+    Status charged = restored == nullptr
+                         ? ChargeQuota(options.counted_bytes)
+                         : ForceChargeQuota(options.counted_bytes);
+    // An expired pending put holding the key may hold the room this put
+    // needs (D11): aborted first, then one more try.
+    if (pending && charged.code() == StatusCode::kResourceExhausted &&
+        AbortExpiredPut(key)) {
+      charged = ChargeQuota(options.counted_bytes);
+    }
+    if (Status s = std::move(charged); !s.ok()) {
       if (quota_refused != nullptr && restored == nullptr) {
         *quota_refused = true;
       }
@@ -1298,6 +1359,9 @@ class GroupDirectory {
     if (made.ok()) durable = log.Finalize(made.value().token());
     log.Cancel();
     route_.ReclaimIfDue();
+    if (leftovers.taken_over.owner != nullptr) {
+      RunRemovedCallback(leftovers.taken_over);
+    }
     if (!durable.ok()) return durable;  // made, not acknowledged (H5)
     return made;
   }
@@ -1312,12 +1376,20 @@ class GroupDirectory {
     std::unique_ptr<Entry>& unpublished = left->unpublished;
     StripeLock stripe(&StripeFor(key), &stripe_waits_);
     if (routed = route_.Pin(key); routed != nullptr) {
-      if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
+      if (pending && restored == nullptr &&
+          routed->lifecycle_hint() == Lifecycle::kCreating) {
+        // A pending put of the key: taken over if expired (D11).
+        if (Status s = TakeOverExpiredPut(routed, budget, &left->taken_over);
+            !s.ok()) {
+          return s;
+        }
+      } else if (routed->lifecycle_hint() != Lifecycle::kRemoving) {
         return AlreadyExistsError("key is already routed");
       }
       // A removed instance whose unlink is still pending or in flight
-      // (EraseGroup does not hold key stripes): finish it for the remover.
-      // kNotFound: another writer unlinked it meanwhile, which is as good.
+      // (EraseGroup does not hold key stripes; a takeover whose unlink the
+      // route refused): finish it for the remover. kNotFound: another
+      // writer (the takeover, usually) unlinked it meanwhile, as good.
       Status unlinked =
           route_.EraseIfMatch(key, routed->id(), routed.get(), budget);
       if (!unlinked.ok() && unlinked.code() != StatusCode::kNotFound) {
@@ -1774,41 +1846,103 @@ class GroupDirectory {
   }
 
   // BeginUpsert's body; *quota_refused: the quota refused the charge.
+  // `stage` non-null: a named staging, which may take over an expired one
+  // (D11).
   Status BeginUpsertImpl(std::string_view key, ObjectToken token,
-                         const UpsertOptions& options, bool* quota_refused) {
+                         const UpsertOptions& options, UpsertStage* stage,
+                         bool* quota_refused) {
     if (Status s = CheckCall(key); !s.ok()) return s;
-    if (Status s = ChargeQuota(options.counted_bytes); !s.ok()) {
+    std::int64_t cutoff = 0;
+    const bool takes_over = stage != nullptr && PendingCutoff(&cutoff);
+    // Charged before any lock. Refused for room, a named staging may still
+    // take over an expired one and charge under the object lock (Q3).
+    Status charge = ChargeQuota(options.counted_bytes);
+    const bool charge_locked =
+        takes_over && charge.code() == StatusCode::kResourceExhausted;
+    if (!charge.ok() && !charge_locked) {
       *quota_refused = true;
-      return s;
+      return charge;
     }
     const std::int64_t now = clock_->NowNanos();
     Status refused;
     bool staged = false;
-    auto stage = [&](Access& access) {
+    auto stage_fn = [&](Access& access) {
       access.entry_.mu_.AssertHeld();
       directory_internal::Ledger& ledger = access.entry_.ledger_;
+      bool took_over = false;
       if (ledger.upsert_pending) {
-        refused = FailedPreconditionError("an upsert is already pending");
+        if (!takes_over || ledger.pending_since_nanos > cutoff) {
+          refused =
+              charge_locked
+                  ? charge
+                  : FailedPreconditionError("an upsert is already pending");
+          *quota_refused = charge_locked;
+          return;
+        }
+        // Takeover (D11): the expired staging's charge leaves the account
+        // in the step that stages this one.
+        if (!RefundQuota(ledger.pending).ok()) {
+          refused = FailedPreconditionError("quota ledger mismatch");
+          return;
+        }
+        ledger.upsert_pending = false;
+        DropPendingCharge(ledger);
+        took_over = true;
+      } else if (charge_locked) {
+        refused = charge;
+        *quota_refused = true;
         return;
       }
+      if (charge_locked) {
+        // The expired staging stays dropped if this is refused too.
+        if (Status c = ChargeQuota(options.counted_bytes); !c.ok()) {
+          refused = std::move(c);
+          *quota_refused = true;
+          return;
+        }
+      }
       ledger.upsert_pending = true;
+      ledger.upsert_took_over = took_over;
+      if (++ledger.upsert_stage == 0) ledger.upsert_stage = 1;  // 0: none
+      if (stage != nullptr) stage->number = ledger.upsert_stage;
       ledger.pending = options.counted_bytes;
       AddPendingCharge(options.counted_bytes);
       ledger.pending_size = options.size_bytes;
       ledger.pending_since_nanos = now;
       staged = true;
     };
-    Status s = LookupToken<true>(key, token, stage);
-    if (!staged) RefundQuota(options.counted_bytes).IgnoreError();
+    Status s = LookupToken<true>(key, token, stage_fn);
+    if (!staged && !charge_locked) {
+      RefundQuota(options.counted_bytes).IgnoreError();
+    }
     return s.ok() ? refused : s;
+  }
+
+  // CommitUpsertWithPayload's body.
+  Status CommitUpsertWithPayloadImpl(std::string_view key, ObjectToken token,
+                                     StageRef ref, Payload payload) {
+    std::string bytes;
+    if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
+      if (options_.durable_log != nullptr) {
+        DurablePayloadCodec<Payload>::Encode(payload, &bytes);
+      }
+    }
+    std::optional<Payload> replaced;  // outlives the lock
+    return Counted(
+        MetricOp::kCommitUpsert,
+        CommitStagedUpsert(key, token, ref, LogPayload::kGiven, bytes,
+                           [&](Access& access) {
+                             replaced.emplace(std::move(access.payload()));
+                             access.payload() = std::move(payload);
+                           }));
   }
 
   // CommitUpsert's body; `payload`/`given` say which payload bytes the
   // record carries (none, or bytes the caller encoded off-lock).
   template <typename Fn>
   Status CommitStagedUpsert(std::string_view key, ObjectToken token,
-                            LogPayload payload, std::string_view given,
-                            Fn&& fn) {
+                            StageRef ref, LogPayload payload,
+                            std::string_view given, Fn&& fn) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     // Durable log (H1): reserved before the object lock.
     LogStep log(options_.durable_log, options_.tenant_instance);
@@ -1820,7 +1954,7 @@ class GroupDirectory {
       Entry& e = access.entry_;
       e.mu_.AssertHeld();
       directory_internal::Ledger& ledger = e.ledger_;
-      if (!ledger.upsert_pending) {
+      if (!Settles(ledger, ref)) {
         refused = FailedPreconditionError("no upsert is pending");
         return;
       }
@@ -2046,6 +2180,64 @@ class GroupDirectory {
     return Status::Ok();
   }
 
+  // Which staged upsert a CommitUpsert / AbortUpsert settles (D11): any
+  // (the reaper, which re-checks the age), the staging `named` names, or,
+  // for an unnamed call, one that took over no other (Settles).
+  static bool Settles(const directory_internal::Ledger& ledger, StageRef ref) {
+    if (!ledger.upsert_pending) return false;
+    if (ref.any) return true;
+    if (ref.named == nullptr) return !ledger.upsert_took_over;
+    return ledger.upsert_stage == ref.named->number;
+  }
+
+  // The reaper's expiry rule, which CreatePending's takeover (D11) shares:
+  // a pending put or staged upsert whose pending_since_nanos is at or
+  // before *cutoff (now minus pending_put_timeout on the injected clock)
+  // has expired. False when pending_put_timeout is 0: nothing expires.
+  bool PendingCutoff(std::int64_t* cutoff) const {
+    if (options_.pending_put_timeout.count() <= 0) return false;
+    *cutoff = clock_->NowNanos() - options_.pending_put_timeout.count();
+    return true;
+  }
+
+  // CreatePending's takeover (D11). Caller holds the key's lifecycle
+  // stripe; `owner` is the routed instance, seen kCreating. Aborts it as
+  // Abort does (EraseInstance: under its lock it must still be kCreating
+  // and expired; its charge is released, it is marked kRemoving and
+  // unlinked), leaving its removal in *removal for the caller to emit
+  // off-lock. Not logged: a pending put is invisible (H1), and so are its
+  // abort and the new pending put. kAlreadyExists, nothing changed, if it
+  // has not expired or was committed meanwhile; a route error as Erase.
+  Status TakeOverExpiredPut(const Owner& owner, WriteBudget* budget,
+                            Removal* removal) {
+    std::int64_t cutoff = 0;
+    if (!PendingCutoff(&cutoff)) {
+      return AlreadyExistsError("key is already routed");
+    }
+    LogStep no_log(nullptr, options_.tenant_instance);
+    Status s = EraseInstance(owner, EraseOptions{}, removal, budget,
+                             Lifecycle::kCreating, cutoff, &no_log);
+    if (s.code() == StatusCode::kFailedPrecondition) {
+      return AlreadyExistsError("key is already routed");
+    }
+    return s;
+  }
+
+  // CreatePending refused by the quota (D11): aborts the pending put
+  // routed under `key` if it has expired, as the reaper would (its own
+  // stripe, Abort's locks). True if it did.
+  bool AbortExpiredPut(std::string_view key) {
+    std::int64_t cutoff = 0;
+    if (!PendingCutoff(&cutoff) || KeyCode(key) != StatusCode::kOk) {
+      return false;
+    }
+    const Owner owner = route_.Pin(key);
+    if (owner == nullptr || owner->lifecycle_hint() != Lifecycle::kCreating) {
+      return false;
+    }
+    return AbortPending(key, owner->token(), cutoff).ok();
+  }
+
   // A pending put is invisible, so its abort is not logged.
   Status AbortPending(std::string_view key, ObjectToken token,
                       std::int64_t cutoff) {
@@ -2087,12 +2279,12 @@ class GroupDirectory {
   }
 
   Status AbortStagedUpsert(std::string_view key, ObjectToken token,
-                           std::int64_t cutoff) {
+                           std::int64_t cutoff, StageRef ref) {
     Status refused;
     auto drop = [&](Access& access) {
       access.entry_.mu_.AssertHeld();
       directory_internal::Ledger& ledger = access.entry_.ledger_;
-      if (!ledger.upsert_pending || ledger.pending_since_nanos > cutoff) {
+      if (!Settles(ledger, ref) || ledger.pending_since_nanos > cutoff) {
         refused = FailedPreconditionError("no upsert is pending");
         return;
       }

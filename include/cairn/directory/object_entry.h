@@ -133,10 +133,16 @@ struct EntryInit {
 // committed charge is the entry's counted_bytes(); `pending` is a charge not
 // yet committed: a two-phase put's counted bytes (state kPending) or a staged
 // upsert's new counted bytes (state kCommitted with upsert_pending).
+// `upsert_stage` numbers the instance's stagings (BeginUpsert), so a
+// CommitUpsert or AbortUpsert that names one (UpsertStage) touches no other;
+// `upsert_took_over`: the staging took over an expired one (D11), so only a
+// call naming it may settle it. Both fit the padding before `pending`.
 struct Ledger {
   enum State : std::uint8_t { kUncharged, kPending, kCommitted, kReleased };
   State state = kUncharged;
   bool upsert_pending = false;
+  bool upsert_took_over = false;
+  std::uint32_t upsert_stage = 0;
   std::uint64_t pending = 0;
   std::uint64_t pending_size = 0;
   std::int64_t pending_since_nanos = 0;
