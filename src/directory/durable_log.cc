@@ -23,7 +23,7 @@ Status DecodeDurableRecord(std::string_view body, DurableRecordView* out) {
   }
   const auto op = LoadFixed<std::uint8_t>(p + 1);
   if (op < static_cast<std::uint8_t>(DurableOp::kCreate) ||
-      op > static_cast<std::uint8_t>(DurableOp::kTenantRemove) ||
+      op > static_cast<std::uint8_t>(DurableOp::kAdjust) ||
       LoadFixed<std::uint16_t>(p + 2) != 0) {
     return DataLossError("durable record with an unknown op");
   }

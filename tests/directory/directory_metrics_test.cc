@@ -80,21 +80,21 @@ TEST(DirectoryMetricsTest, EmptyDirectoryReportsZeros) {
   EXPECT_EQ(p.types.at("cairn_directory_operations_total"), "counter");
   EXPECT_EQ(p.types.at("cairn_directory_objects"), "gauge");
   EXPECT_EQ(p.Value("cairn_directory_objects", {}), 0);
-  for (std::string_view op :
-       {"create", "create_pending", "commit", "abort", "begin_upsert",
-        "commit_upsert", "abort_upsert", "erase", "erase_group"}) {
+  for (std::string_view op : {"create", "create_pending", "commit", "abort",
+                              "begin_upsert", "commit_upsert", "abort_upsert",
+                              "erase", "erase_group", "adjust_charge"}) {
     EXPECT_EQ(Op(p, op, "ok"), 0) << op;
   }
   for (std::string_view op : {"get", "pin", "batch"}) {
     EXPECT_EQ(Lookups(p, op, "hit"), 0) << op;
     EXPECT_EQ(Lookups(p, op, "miss"), 0) << op;
   }
-  // Only the ok results: 9 op samples, no zero series for the others.
+  // Only the ok results: 10 op samples, no zero series for the others.
   std::size_t op_samples = 0;
   for (const auto& s : p.samples) {
     if (s.name == "cairn_directory_operations_total") ++op_samples;
   }
-  EXPECT_EQ(op_samples, 9u);
+  EXPECT_EQ(op_samples, 10u);
 }
 
 // Every write outcome, lookup, eviction and reap of a scripted workload

@@ -117,6 +117,22 @@ void CheckFailureLeavesObjectsUntouched(bool fail_append) {
   fail_next();
   expect_failed(d.Commit("p", pending->token()), "commit");
   EXPECT_EQ(d.Pin("p").status().code(), StatusCode::kNotFound);  // kCreating
+  CommitOptions settle;  // a partial settlement refunds nothing either
+  settle.counted_bytes = 2;
+  fail_next();
+  expect_failed(d.Commit("p", pending->token(), settle), "settling commit");
+  EXPECT_EQ(d.Pin("p").status().code(), StatusCode::kNotFound);
+  Result<Handle> m1 = d.Pin("m1");
+  ASSERT_TRUE(m1.ok());
+  const std::uint64_t version_m1 = f.Version("m1");
+  fail_next();
+  expect_failed(d.AdjustCharge("m1", m1->token(), {4, 0}), "adjust up");
+  fail_next();
+  expect_failed(d.AdjustCharge("m1", m1->token(), {0, 4}), "adjust down");
+  EXPECT_EQ(f.Version("m1"), version_m1);
+  EXPECT_TRUE(d.WithObject("m1", [](const View& v) {
+                 EXPECT_EQ(v.counted_bytes(), 10u);
+               }).ok());
   fail_next();
   expect_failed(d.CommitUpsert("a", a->token(),
                                [](Access& x) { x.payload().bytes = "new"; }),
@@ -262,6 +278,7 @@ TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {
             EXPECT_EQ(h.status().code(), StatusCode::kNotFound) << o.key;
             break;
           case DurableOp::kUpsert:
+          case DurableOp::kAdjust:
             ASSERT_TRUE(h.ok());
             EXPECT_NE((*h)->counted_bytes(), o.counted_bytes) << o.key;
             break;
@@ -276,7 +293,7 @@ TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {
     checks.fetch_add(1, std::memory_order_relaxed);
   });
   RunEveryLoggedMutation(f, "v");
-  EXPECT_EQ(checks.load(), 10);
+  EXPECT_EQ(checks.load(), 11);
   // And once each call returned, its change is visible.
   EXPECT_EQ(d.object_count(), 0u);
 }
@@ -332,7 +349,7 @@ TEST(DurableLogTest, H1FinalizerReceivesTheObjectTokensOfItsRecord) {
   RunEveryLoggedMutation(f, "t");
   const std::vector<DurableRecordView> durable = f.Durable();
   const auto records = f.log.records();
-  ASSERT_EQ(durable.size(), 10u);
+  ASSERT_EQ(durable.size(), 11u);
   // Each durable record's finalizer got exactly its objects' tokens.
   std::size_t i = 0;
   for (const auto& r : records) {

@@ -64,7 +64,7 @@ struct Fixture {
         if (rec.state != InMemoryDurableLog::RecordState::kDurable ||
             !DecodeDurableRecord(rec.body, &v).ok() ||
             v.op == DurableOp::kCreate || v.op == DurableOp::kCommit ||
-            v.op == DurableOp::kUpsert) {
+            v.op == DurableOp::kUpsert || v.op == DurableOp::kAdjust) {
           continue;
         }
         for (const ObjectToken& t : rec.tokens) durable |= t == r.token;
@@ -131,6 +131,8 @@ inline void RunEveryLoggedMutation(Fixture& f, std::string_view tag) {
   ASSERT_TRUE(d.Create(Key(tag, 5), Sized(5)).ok());
   Result<ObjectHandle<LoggedPayload>> victim = d.Pin(Key(tag, 5));
   ASSERT_TRUE(victim.ok());
+  // A replica added (Q4): a kAdjust post-state.
+  ASSERT_TRUE(d.AdjustCharge(Key(tag, 5), victim->token(), {3, 0}).ok());
   std::vector<EvictedObject<LoggedPayload>> out;
   ASSERT_EQ(DirectoryHooks::EvictIfUnchanged(d, *victim, f.Version(Key(tag, 5)),
                                              false, &out),

@@ -385,7 +385,7 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
       SCOPED_TRACE("step " + std::to_string(step));
       const std::int64_t now = clock.NowNanos();
       const std::size_t batch = 1 + rand(5);
-      switch (rand(8)) {
+      switch (rand(9)) {
         case 0:
         case 1: {  // BatchCreatePending
           std::vector<std::string> names;
@@ -458,20 +458,68 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
             names.push_back(k);
             tokens.push_back(t);
           }
+          // Half the batches settle partially (Q4): each put at most its
+          // reservation, now and then one byte over (refused).
+          std::vector<CommitOptions> settle;
+          if (rand(2) == 0) {
+            for (std::size_t i = 0; i < names.size(); ++i) {
+              auto it = model.find(names[i]);
+              const std::uint64_t reserved =
+                  it == model.end() ? 0 : it->second.counted;
+              CommitOptions o;
+              if (rand(3) != 0) {
+                o.counted_bytes =
+                    rand(6) == 0 ? reserved + 1 : rand(reserved + 1);
+              }
+              settle.push_back(o);
+            }
+          }
           std::vector<std::string_view> views(names.begin(), names.end());
-          const std::vector<Status> out = dir.BatchCommit(views, tokens);
+          const std::vector<Status> out =
+              dir.BatchCommit(views, tokens, settle);
           ASSERT_EQ(out.size(), names.size());
           for (std::size_t i = 0; i < names.size(); ++i) {
             auto it = model.find(names[i]);
+            // kWhole: commits the whole reservation.
+            constexpr std::uint64_t kWhole = ~std::uint64_t{0};
+            const std::uint64_t settled =
+                settle.empty() || !settle[i].counted_bytes.has_value()
+                    ? kWhole
+                    : *settle[i].counted_bytes;
             if (it == model.end() ||
                 it->second.token.object != tokens[i].object) {
               EXPECT_EQ(out[i].code(), StatusCode::kNotFound);
             } else if (!it->second.pending) {
               EXPECT_EQ(out[i].code(), StatusCode::kFailedPrecondition);
+            } else if (settled != kWhole && settled > it->second.counted) {
+              EXPECT_EQ(out[i].code(), StatusCode::kInvalidArgument);
             } else {
               EXPECT_TRUE(out[i].ok()) << out[i].ToString();
               it->second.pending = false;
+              if (settled != kWhole) it->second.counted = settled;
             }
+          }
+          break;
+        }
+        case 7: {  // AdjustCharge of a current or stale token (Q4)
+          if (history.empty()) break;
+          const auto& [k, t] = history[rand(history.size())];
+          const ChargeAdjustment a{rand(60), rand(60)};
+          const Status s = dir.AdjustCharge(k, t, a);
+          auto it = model.find(k);
+          if (it == model.end() || it->second.token.object != t.object ||
+              it->second.pending) {
+            EXPECT_EQ(s.code(), StatusCode::kNotFound);
+          } else if (a.refund_bytes > a.charge_bytes + it->second.counted) {
+            EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+          } else if (a.charge_bytes > a.refund_bytes &&
+                     charged() + a.charge_bytes - a.refund_bytes >
+                         quota.limit()) {
+            EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+          } else {
+            EXPECT_TRUE(s.ok()) << s.ToString();
+            it->second.counted += a.charge_bytes;
+            it->second.counted -= a.refund_bytes;
           }
           break;
         }
@@ -526,6 +574,12 @@ TYPED_TEST(GroupDirectoryModelTest, D10Q2V1BatchMutationsMatchModel) {
           }
           EXPECT_EQ(code, StatusCode::kOk);
           EXPECT_EQ(out.size(), unit.size());
+          // The evicted objects carry their settled or adjusted charges.
+          std::uint64_t want = 0;
+          std::uint64_t got = 0;
+          for (const std::string& m : unit) want += model.at(m).counted;
+          for (const auto& x : out) got += x.counted_bytes;
+          EXPECT_EQ(got, want);
           for (const std::string& m : unit) remove(m);
           break;
         }

@@ -46,7 +46,9 @@ struct CrashOp {
     kCreate,
     kErase,
     kUpsert,
-    kBatchCreate,  // BatchCreatePending + BatchCommit of `keys` (D10)
+    kAdjust,       // AdjustCharge: + counted, - counted / 2 (Q4)
+    kBatchCreate,  // BatchCreatePending + BatchCommit of `keys` (D10),
+                   // each put settled at Settled() of its `counted` (Q4)
     kBatchErase,   // BatchErase of `keys`
     kMakeTenant,
     kRemoveTenant
@@ -58,6 +60,9 @@ struct CrashOp {
   std::vector<std::string> keys;  // a batch's keys, distinct
 
   bool batch() const { return kind == kBatchCreate || kind == kBatchErase; }
+  // What a batch create's puts settle at: a third of the reservation's
+  // replicas failed.
+  std::uint64_t Settled() const { return counted - counted / 3; }
   // The payload of a batch create's i-th key.
   std::string BatchPayload(std::size_t i) const {
     return payload + "/" + std::to_string(i);
@@ -72,8 +77,10 @@ inline CrashOp NextCrashOp(std::mt19937_64& rng, std::uint64_t serial) {
   op.key = "k" + std::to_string(rng() % 40);
   op.payload = "m" + std::to_string(serial);
   op.counted = rng() % 100;
-  if (dice < 38) {
+  if (dice < 34) {
     op.kind = CrashOp::kCreate;
+  } else if (dice < 38) {
+    op.kind = CrashOp::kAdjust;
   } else if (dice < 58) {
     op.kind = CrashOp::kErase;
   } else if (dice < 77) {
@@ -127,7 +134,7 @@ inline void ApplyCrashOpSteps(const CrashOp& op, std::size_t steps,
     for (std::size_t i = 0; i < steps && i < op.keys.size(); ++i) {
       if (op.kind == CrashOp::kBatchCreate) {
         objects.try_emplace(op.keys[i],
-                            CrashObject{op.BatchPayload(i), op.counted});
+                            CrashObject{op.BatchPayload(i), op.Settled()});
       } else {
         objects.erase(op.keys[i]);
       }
@@ -159,6 +166,10 @@ inline void ApplyCrashOpSteps(const CrashOp& op, std::size_t steps,
       return;
     case CrashOp::kUpsert:
       if (it != objects.end()) it->second = {op.payload, op.counted};
+      return;
+    case CrashOp::kAdjust:
+      if (it != objects.end())
+        it->second.counted += op.counted - op.counted / 2;
       return;
     default:
       return;
@@ -235,7 +246,10 @@ Status RunCrashOp(Registry& registry, const CrashOp& op) {
         }
         return s;
       }
-      for (const Status& committed : dir.BatchCommit(keys, tokens)) {
+      CommitOptions settle;
+      settle.counted_bytes = op.Settled();
+      const std::vector<CommitOptions> options(keys.size(), settle);
+      for (const Status& committed : dir.BatchCommit(keys, tokens, options)) {
         if (!committed.ok()) return committed;
       }
       return Status::Ok();
@@ -258,6 +272,12 @@ Status RunCrashOp(Registry& registry, const CrashOp& op) {
     case CrashOp::kErase: {
       s = dir.Erase(op.key);
       return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+    }
+    case CrashOp::kAdjust: {
+      auto pinned = dir.Pin(op.key);
+      if (!pinned.ok()) return Status::Ok();
+      return dir.AdjustCharge(op.key, pinned->token(),
+                              {op.counted, op.counted / 2});
     }
     case CrashOp::kUpsert: {
       auto pinned = dir.Pin(op.key);

@@ -162,9 +162,13 @@ TEST(ReplayTest, DirectoryRecordsRebuildThePrimaryIdempotently) {
   member.counted_bytes = 5;
   ASSERT_TRUE(primary.Create("m1", member, Blob{"m1"}).ok());
   ASSERT_TRUE(primary.Create("m2", member, Blob{"m2"}).ok());
-  auto pending = primary.CreatePending("p", {}, Blob{"p"});
+  CreateOptions reserve;
+  reserve.counted_bytes = 8;
+  auto pending = primary.CreatePending("p", reserve, Blob{"p"});
   ASSERT_TRUE(pending.ok());
-  ASSERT_TRUE(primary.Commit("p", pending->token()).ok());
+  CommitOptions settle;  // a partial settlement (Q4)
+  settle.counted_bytes = 6;
+  ASSERT_TRUE(primary.Commit("p", pending->token(), settle).ok());
   auto a = primary.Pin("a");
   ASSERT_TRUE(a.ok());
   UpsertOptions upsert;
@@ -173,14 +177,16 @@ TEST(ReplayTest, DirectoryRecordsRebuildThePrimaryIdempotently) {
   ASSERT_TRUE(primary.BeginUpsert("a", a->token(), upsert).ok());
   ASSERT_TRUE(
       primary.CommitUpsertWithPayload("a", a->token(), Blob{"a2"}).ok());
+  ASSERT_TRUE(primary.AdjustCharge("a", a->token(), {7, 0}).ok());  // kAdjust
   ASSERT_TRUE(primary.Erase("p").ok());
   ASSERT_TRUE(primary.Create("p", {}, Blob{"p-again"}).ok());  // a new id
   ASSERT_TRUE(primary.EraseGroup("g").ok());
   ASSERT_TRUE(primary.Create("m1", member, Blob{"m1-again"}).ok());
 
   const std::vector<std::string> bodies = log.durable_bodies();
-  ASSERT_EQ(bodies.size(), 9u);
+  ASSERT_EQ(bodies.size(), 10u);
   const auto want = DumpDirectory(primary);
+  EXPECT_EQ(want.at("a").counted, 10u);
 
   Dir replica;
   for (int round = 0; round < 2; ++round) {
@@ -516,7 +522,8 @@ class ModelDriver {
     if (dice < 30) return CreateObject(/*member=*/false);
     if (dice < 40) return CreateObject(/*member=*/true);
     if (dice < 50) return TwoPhasePut();
-    if (dice < 60) return Upsert();
+    if (dice < 56) return Upsert();
+    if (dice < 60) return AdjustCharge();
     if (dice < 75) return EraseObject();
     if (dice < 80) return EraseGroup();
     if (dice < 84) return Evict();
@@ -569,9 +576,16 @@ class ModelDriver {
     o.counted_bytes = static_cast<std::uint64_t>(Pick(100));
     auto pending = t->directory().CreatePending(key, o, Blob{Payload()});
     if (!pending.ok()) return;
+    // Half the commits settle partially (Q4): the replica keeps the
+    // settled charge, not the reservation.
+    CommitOptions settle;
+    if (Pick(2) == 0) {
+      settle.counted_bytes = static_cast<std::uint64_t>(
+          Pick(static_cast<int>(o.counted_bytes) + 1));
+    }
     const Status s = Pick(3) == 0
                          ? t->directory().Abort(key, pending->token())
-                         : t->directory().Commit(key, pending->token());
+                         : t->directory().Commit(key, pending->token(), settle);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   void Upsert() {
@@ -588,6 +602,20 @@ class ModelDriver {
                          : t->directory().CommitUpsertWithPayload(
                                key, pinned->token(), Blob{Payload()});
     ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  // A replica added, lost or replaced (Q4): a kAdjust record.
+  void AdjustCharge() {
+    auto t = Tenant();
+    const std::string key = Key();
+    auto pinned = t->directory().Pin(key);
+    if (!pinned.ok()) return;
+    const ChargeAdjustment a{static_cast<std::uint64_t>(Pick(60)),
+                             static_cast<std::uint64_t>(Pick(60))};
+    const Status s = t->directory().AdjustCharge(key, pinned->token(), a);
+    // A refund above the counted bytes is refused; a staged upsert never
+    // outlives Upsert().
+    ASSERT_TRUE(s.ok() || s.code() == StatusCode::kInvalidArgument)
+        << s.ToString();
   }
   void EraseObject() {
     EraseOptions o;
@@ -696,7 +724,7 @@ TEST(ReplayConcurrencyTest, StandbyFollowsConcurrentWriters) {
       for (int i = 0; i < ops; ++i) {
         // Keys shared between threads: per-key order is what replay needs.
         const std::string key = "k" + std::to_string(rng() % 64);
-        switch (rng() % 3) {
+        switch (rng() % 4) {
           case 0: {
             CreateOptions o;
             o.counted_bytes = rng() % 50;
@@ -709,6 +737,13 @@ TEST(ReplayConcurrencyTest, StandbyFollowsConcurrentWriters) {
             EraseOptions o;
             o.force = true;
             dir.Erase(key, o).IgnoreError();
+            break;
+          }
+          case 2: {  // a replica added, lost or replaced (Q4)
+            auto pinned = dir.Pin(key);
+            if (!pinned.ok()) break;
+            dir.AdjustCharge(key, pinned->token(), {rng() % 30, rng() % 30})
+                .IgnoreError();
             break;
           }
           default: {

@@ -1,8 +1,9 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// Model-based random test of quota, two-phase puts, upserts, erases,
-// eviction, RemoveAll with and without force and sealing against a
+// Model-based random test of quota, two-phase puts (settled whole or
+// partially, Q4), charge adjustments, upserts, erases, eviction, RemoveAll
+// with and without force and sealing against a
 // single-threaded model, checking Q2 (charged bytes == the live objects'
 // charges) and V1 (groups all or none) after every step;
 // and a stress test running eviction, foreground batches and churn
@@ -82,13 +83,21 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
   auto rand = [&](int n) { return static_cast<int>(rng() % n); };
 
   for (int step = 0; step < kSteps; ++step) {
-    const int op = rand(15);
+    const int op = rand(16);
     int i = rand(kKeys);
     if ((op == 4 || op == 5) && rand(4) != 0) {  // aim at upsert states
       const bool want_staged = op == 5;
       for (auto& [j, m] : model) {
         if (!m.pending && m.upsert_pending == want_staged) i = j;
       }
+    }
+    // Aim commits at pending puts and adjustments at committed objects.
+    if ((op == 2 || op == 15) && rand(4) != 0) {
+      std::vector<int> fit;
+      for (auto& [j, m] : model) {
+        if (m.pending == (op == 2) && !m.upsert_pending) fit.push_back(j);
+      }
+      if (!fit.empty()) i = fit[rand(static_cast<int>(fit.size()))];
     }
     const std::string key = Key("k", i);
     auto it = model.find(i);
@@ -122,14 +131,33 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
       case 2: {  // commit
         const ObjectToken tok =
             it != model.end() ? it->second.token : ObjectToken{1, 999999};
-        Status s = dir.Commit(key, tok);
+        // Half the commits settle partially (Q4): at most the reservation,
+        // now and then one byte more (refused).
+        CommitOptions settle;
+        if (rand(2) == 0) {
+          const std::uint64_t reserved =
+              it != model.end() ? it->second.counted : 0;
+          settle.counted_bytes = rand(8) == 0
+                                     ? reserved + 1
+                                     : rand(static_cast<int>(reserved) + 1);
+        }
+        Status s = dir.Commit(key, tok, settle);
         if (it == model.end()) {
           EXPECT_EQ(s.code(), StatusCode::kNotFound);
         } else if (!it->second.pending) {
           EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+        } else if (settle.counted_bytes.value_or(0) > it->second.counted) {
+          EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+          ++done["commit-over-refused"];
         } else {
           ASSERT_TRUE(s.ok()) << s.ToString();
           it->second.pending = false;
+          if (settle.counted_bytes.has_value()) {
+            if (*settle.counted_bytes < it->second.counted) {
+              ++done["partial-commit"];
+            }
+            it->second.counted = *settle.counted_bytes;
+          }
           ++done["commit"];
         }
         break;
@@ -344,6 +372,41 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
         }
         break;
       }
+      case 15: {  // adjust the charge: a replica added, lost or replaced
+        const ObjectToken tok =
+            it != model.end() ? it->second.token : ObjectToken{1, 999999};
+        // Now and then a large replica, which meets the limit.
+        const ChargeAdjustment a{
+            static_cast<std::uint64_t>(rand(4) == 0 ? rand(600) : rand(50)),
+            static_cast<std::uint64_t>(rand(50))};
+        const std::uint64_t charged_before = quota.charged();
+        Status s = dir.AdjustCharge(key, tok, a);
+        if (it == model.end() || it->second.pending) {
+          EXPECT_EQ(s.code(), StatusCode::kNotFound);
+        } else if (it->second.upsert_pending) {
+          EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+        } else if (a.refund_bytes > a.charge_bytes &&
+                   a.refund_bytes - a.charge_bytes > it->second.counted) {
+          EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+        } else if (a.charge_bytes > a.refund_bytes &&
+                   charged_before + a.charge_bytes - a.refund_bytes >
+                       quota.limit()) {
+          // Q1: refused as a put would be, nothing charged.
+          EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+          ++done["adjust-refused"];
+        } else {
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          it->second.counted =
+              it->second.counted + a.charge_bytes - a.refund_bytes;
+          ++done[a.charge_bytes >= a.refund_bytes ? "adjust-up"
+                                                  : "adjust-down"];
+        }
+        // Q1: an admitted charge never passes the limit.
+        if (quota.charged() > charged_before) {
+          EXPECT_LE(quota.charged(), quota.limit());
+        }
+        break;
+      }
       case 14: {  // seal if empty: refused while anything lives
         Status s = dir.SealIfEmpty();
         EXPECT_EQ(s.ok(), model.empty()) << s.ToString();
@@ -378,9 +441,11 @@ TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
     ASSERT_EQ(dir.object_count(), model.size());
   }
   // Every kind of step ran and succeeded at least once.
-  for (const char* kind : {"commit", "begin-upsert", "commit-upsert",
-                           "abort-upsert", "evict-group", "remove-all-force",
-                           "remove-all-kept", "remove-all-kept-busy", "seal"}) {
+  for (const char* kind :
+       {"commit", "begin-upsert", "commit-upsert", "abort-upsert",
+        "evict-group", "remove-all-force", "remove-all-kept",
+        "remove-all-kept-busy", "seal", "partial-commit", "commit-over-refused",
+        "adjust-up", "adjust-down", "adjust-refused"}) {
     EXPECT_GT(done[kind], 0) << kind << " never succeeded";
   }
 }

@@ -393,6 +393,8 @@ std::string_view OpName(DurableOp op) {
       return "tenant_create";
     case DurableOp::kTenantRemove:
       return "tenant_remove";
+    case DurableOp::kAdjust:
+      return "adjust";
   }
   return "unknown";
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -86,12 +87,34 @@ struct UpsertStage {
   std::uint32_t number = 0;
 };
 
+// How a two-phase put settles (Commit, BatchCommit). A host that reserved
+// room for N replicas at CreatePending and saw only some of them written
+// commits the bytes those replicas count; the rest of the reservation goes
+// back to the tenant's account in the same step (Q4, docs/tenants.md).
+struct CommitOptions {
+  // The counted bytes the object keeps: at most what CreatePending charged
+  // (more is kInvalidArgument; a larger charge is AdjustCharge's). Empty:
+  // the whole reservation.
+  std::optional<std::uint64_t> counted_bytes;
+};
+
+// A change to an active object's committed charge (AdjustCharge): a
+// replica added or replaced charges its bytes, a replica lost refunds its
+// bytes. The object's counted bytes move by charge_bytes - refund_bytes, in
+// one step; a net increase is admitted against the quota as a put's charge
+// is (Q1), a net decrease refunded at once.
+struct ChargeAdjustment {
+  std::uint64_t charge_bytes = 0;  // a new or replacement replica's bytes
+  std::uint64_t refund_bytes = 0;  // a lost or replaced replica's bytes
+};
+
 struct CreateOptions {
   // Empty: a singleton. Otherwise create-or-join this explicit group.
   std::string_view group;
   std::uint64_t size_bytes = 0;
-  // The bytes this object counts for (quota), fixed for its life. They may
-  // live anywhere (another process, a disk); cairn only reports them.
+  // The bytes this object counts for (quota). They may live anywhere
+  // (another process, a disk); cairn only reports them. They change only by
+  // a settling Commit (CommitOptions), AdjustCharge or a committed upsert.
   std::uint64_t counted_bytes = 0;
   // Host memory the entry keeps alive and frees with it (its payload's
   // buffers, say). Once the object is erased these bytes, with the entry's

@@ -125,6 +125,7 @@ enum class DurableOp : std::uint8_t {
   kEvict = 6,         // an eviction commit removed an object or whole group
   kTenantCreate = 7,  // a registry published a tenant instance (GetOrCreate)
   kTenantRemove = 8,  // a registry removed a tenant instance (Remove)
+  kAdjust = 9,        // an active object's charge moved (AdjustCharge)
 };
 
 // One object's post-state in a record. For removals it is the state the

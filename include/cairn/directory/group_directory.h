@@ -149,7 +149,7 @@ class GroupDirectory {
     return made;
   }
 
-  // ---- two-phase puts and upserts, charged to quota (Q1-Q3, docs/tenants.md)
+  // ---- two-phase puts and upserts, charged to quota (Q1-Q4, docs/tenants.md)
 
   // The first phase of a put: as Create, but the object is routed in
   // kCreating (no lookup returns it, D6) with its counted bytes charged as
@@ -178,11 +178,16 @@ class GroupDirectory {
 
   // Commits the pending put `token` routed under `key`: kCreating ->
   // kActive, the pending charge becomes the committed counted bytes, the
-  // version moves. Errors, no state change: kNotFound (key not routed, or it
-  // names another instance than `token`), kFailedPrecondition (the instance
-  // is not kCreating: already committed, aborted or removed),
-  // kInvalidArgument, kUnavailable. Locks the object only.
-  Status Commit(std::string_view key, ObjectToken token) {
+  // version moves. With options.counted_bytes set the put settles
+  // partially (Q4): the object keeps that many counted bytes and the rest
+  // of its reservation is refunded to the account in the same step (the
+  // replicas that failed give their room back). Errors, no state change:
+  // kNotFound (key not routed, or it names another instance than `token`),
+  // kFailedPrecondition (the instance is not kCreating: already committed,
+  // aborted or removed), kInvalidArgument (bad key, or counted_bytes above
+  // the reservation), kUnavailable. Locks the object only.
+  Status Commit(std::string_view key, ObjectToken token,
+                const CommitOptions& options = {}) {
     return Counted(MetricOp::kCommit, [&]() -> Status {
       if (Status s = CheckCall(key); !s.ok()) return s;
       if (token.tenant != options_.tenant_instance) return NotFoundError();
@@ -194,9 +199,35 @@ class GroupDirectory {
       // Durable log (H1): reserved before the object lock.
       LogStep log(options_.durable_log, options_.tenant_instance);
       if (Status s = log.Reserve(key, e); !s.ok()) return s;
-      if (Status s = CommitLocked(e, &log); !s.ok()) return s;
+      if (Status s = CommitLocked(e, &log, options); !s.ok()) return s;
       return log.Finalize(token);
     }());
+  }
+
+  // Adjusts the committed charge of the active object `token` (Q4): its
+  // counted bytes move by adjustment.charge_bytes - adjustment.refund_bytes
+  // in one step under its exclusive lock, and so does the account: a net
+  // increase is admitted against the quota as CreatePending's charge is
+  // (Q1), a net decrease is refunded at once. A host that keeps replicas
+  // charges a new or replacement replica's bytes and refunds a lost one's.
+  // The version moves (an eviction that ranked the object before the
+  // change skips it, V2) and, with a durable log, a kAdjust post-state is
+  // logged (H1). A zero net change changes nothing and logs nothing. Errors,
+  // no state change: kResourceExhausted (quota: "quota exceeded: deficit N
+  // bytes" or "admission closed", as CreatePending), kNotFound (not routed,
+  // not that instance, or not kActive: a pending put settles at Commit),
+  // kFailedPrecondition (an upsert is staged: its commit replaces the whole
+  // charge, so settle it first; or a quota ledger mismatch),
+  // kInvalidArgument (bad key, a refund above the counted bytes, counted
+  // bytes past 63 bits), kUnavailable, the log's Reserve or Append error.
+  // Locks the object only; allocates only the record and error messages.
+  // Not for use inside a callback.
+  Status AdjustCharge(std::string_view key, ObjectToken token,
+                      const ChargeAdjustment& adjustment) {
+    bool quota_refused = false;
+    Status s = AdjustChargeImpl(key, token, adjustment, &quota_refused);
+    CountOp(MetricOp::kAdjustCharge, s.code(), quota_refused);
+    return s;
   }
 
   // Aborts the pending put `token`: the object leaves the route (matched
@@ -610,15 +641,19 @@ class GroupDirectory {
   // Commit for each (keys[i], tokens[i]), in order, with one log
   // reservation and one Finalize for the batch. The route is read inside
   // one epoch guard for the whole batch (as WithObjects), each object
-  // locked exclusively in turn, never two at once. Per-key errors as
-  // Commit. keys and tokens of different lengths: every key is
+  // locked exclusively in turn, never two at once. `options` is empty
+  // (every put commits whole) or has one CommitOptions per key (partial
+  // settlement, Q4). Per-key errors as Commit. keys, tokens and a
+  // non-empty `options` of different lengths: every key is
   // kInvalidArgument, nothing changes.
   std::vector<Status> BatchCommit(KeySpan keys,
-                                  std::span<const ObjectToken> tokens) {
+                                  std::span<const ObjectToken> tokens,
+                                  std::span<const CommitOptions> options = {}) {
     std::vector<Status> out(keys.size());
-    if (tokens.size() != keys.size()) {
+    if (tokens.size() != keys.size() ||
+        (!options.empty() && options.size() != keys.size())) {
       for (Status& s : out) {
-        s = InvalidArgumentError("keys and tokens differ in count");
+        s = InvalidArgumentError("keys, tokens and options differ in count");
       }
       CountBatch(MetricOp::kCommit, out);
       return out;
@@ -656,7 +691,8 @@ class GroupDirectory {
         out[i] = NotFoundError();
         return;
       }
-      out[i] = CommitLocked(e, &log);
+      out[i] =
+          CommitLocked(e, &log, options.empty() ? CommitOptions{} : options[i]);
       if (out[i].ok() && log.active()) {
         done.push_back(i);
         committed.push_back(tokens[i]);
@@ -1937,6 +1973,75 @@ class GroupDirectory {
                            }));
   }
 
+  // AdjustCharge's body; *quota_refused: the quota refused the charge.
+  // Under the object's exclusive lock: the checks, the kAdjust record
+  // (H1), then the account (a refused charge voids the record), then the
+  // entry. Nothing changes on any error.
+  Status AdjustChargeImpl(std::string_view key, ObjectToken token,
+                          const ChargeAdjustment& adjustment,
+                          bool* quota_refused) {
+    if (Status s = CheckCall(key); !s.ok()) return s;
+    const std::uint64_t charge = adjustment.charge_bytes;
+    const std::uint64_t refund = adjustment.refund_bytes;
+    const bool grows = charge >= refund;
+    const std::uint64_t delta = grows ? charge - refund : refund - charge;
+    // Durable log (H1): reserved before the object lock; nothing to log
+    // for a zero net change.
+    LogStep log(delta == 0 ? nullptr : options_.durable_log,
+                options_.tenant_instance);
+    if (Status s = log.Reserve(key, nullptr); !s.ok()) return s;
+    Status refused;
+    auto adjust = [&](Access& access) {
+      Entry& e = access.entry_;
+      e.mu_.AssertHeld();
+      directory_internal::Ledger& ledger = e.ledger_;
+      if (ledger.upsert_pending) {
+        refused = FailedPreconditionError(
+            "an upsert is staged: its commit replaces the charge");
+        return;
+      }
+      const std::uint64_t held = e.counted_bytes();
+      if (!grows && delta > held) {
+        refused = InvalidArgumentError("refund of " + std::to_string(delta) +
+                                       " bytes exceeds the " +
+                                       std::to_string(held) + " counted bytes");
+        return;
+      }
+      if (grows && delta > QuotaAccount::kUnlimited - held) {
+        refused = InvalidArgumentError("counted bytes overflow");
+        return;
+      }
+      if (delta == 0) return;
+      const std::uint64_t counted = grows ? held + delta : held - delta;
+      if (Status s =
+              log.AppendObject(DurableOp::kAdjust, &e,
+                               e.version_.load(std::memory_order_relaxed) + 1,
+                               e.size_bytes_, counted, LogPayload::kNone);
+          !s.ok()) {
+        refused = std::move(s);
+        return;
+      }
+      // Quota (Q1): admitted like a put's charge; a refusal changes
+      // nothing (the appended record is voided by the log step).
+      if (grows) {
+        if (Status s = ChargeQuota(delta); !s.ok()) {
+          *quota_refused = s.code() == StatusCode::kResourceExhausted;
+          refused = std::move(s);
+          return;
+        }
+      } else if (!RefundQuota(delta).ok()) {
+        refused = FailedPreconditionError("quota ledger mismatch");
+        return;
+      }
+      e.counted_bytes_.store(counted, std::memory_order_relaxed);
+      e.version_.fetch_add(1, std::memory_order_relaxed);
+    };
+    Status s = LookupToken<true>(key, token, adjust);
+    if (!s.ok()) return s;
+    if (!refused.ok()) return refused;
+    return log.Finalize(token);
+  }
+
   // CommitUpsert's body; `payload`/`given` say which payload bytes the
   // record carries (none, or bytes the caller encoded off-lock).
   template <typename Fn>
@@ -2006,21 +2111,37 @@ class GroupDirectory {
   }
 
   // Commit's step under e's exclusive lock (taken here): kCreating ->
-  // kActive with its record appended first (H1); an error changes nothing.
-  Status CommitLocked(Entry* e, LogStep* log) {
+  // kActive with its record appended first (H1), settling at
+  // options.counted_bytes if given (Q4: the rest of the reservation is
+  // refunded in the same step); an error changes nothing. The refund runs
+  // after the append: it can fail only if the account already holds less
+  // than this put's reservation (Q2 broken elsewhere), which refuses the
+  // commit.
+  Status CommitLocked(Entry* e, LogStep* log, const CommitOptions& options) {
     WriterLock lock(&e->mu_);
     if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kCreating) {
       return FailedPreconditionError("object is not kCreating");
     }
     directory_internal::Ledger& ledger = e->ledger_;
-    if (Status s = log->AppendObject(
-            DurableOp::kCommit, e,
-            e->version_.load(std::memory_order_relaxed) + 1, e->size_bytes_,
-            ledger.pending, LogPayload::kEntry);
+    const std::uint64_t settled =
+        options.counted_bytes.value_or(ledger.pending);
+    if (settled > ledger.pending) {
+      return InvalidArgumentError("commit counts " + std::to_string(settled) +
+                                  " bytes, more than the " +
+                                  std::to_string(ledger.pending) +
+                                  " bytes reserved");
+    }
+    if (Status s =
+            log->AppendObject(DurableOp::kCommit, e,
+                              e->version_.load(std::memory_order_relaxed) + 1,
+                              e->size_bytes_, settled, LogPayload::kEntry);
         !s.ok()) {
       return s;
     }
-    e->counted_bytes_.store(ledger.pending, std::memory_order_relaxed);
+    if (!RefundQuota(ledger.pending - settled).ok()) {
+      return FailedPreconditionError("quota ledger mismatch");
+    }
+    e->counted_bytes_.store(settled, std::memory_order_relaxed);
     ledger.state = directory_internal::Ledger::kCommitted;
     DropPendingCharge(ledger);
     e->SetLifecycle(Lifecycle::kActive);
@@ -2132,7 +2253,7 @@ class GroupDirectory {
     ledger.pending = 0;
   }
 
-  // ---- quota ledger (Q1-Q3) ----
+  // ---- quota ledger (Q1-Q4) ----
 
   Status ChargeQuota(std::uint64_t bytes) {
     if (options_.quota == nullptr || bytes == 0) return Status::Ok();

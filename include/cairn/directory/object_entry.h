@@ -12,7 +12,8 @@
 //
 // Thread safety: the identity (id, key, group, tenant, hard pin) is
 // immutable and readable from any thread through a handle; counted_bytes() is
-// an atomic that only the commit of a two-phase put or upsert changes. The lock
+// an atomic that only the commit of a two-phase put or upsert and a charge
+// adjustment change. The lock
 // is private: metadata and payload are reachable only inside a
 // GroupDirectory callback, through ObjectView (shared lock) or ObjectAccess
 // (exclusive lock), see handles.h. lifecycle_hint() is an acquire load of a
@@ -185,7 +186,8 @@ class ObjectEntry {
   // The explicit group, or null. O(1): no hash, no lock (section 1).
   GroupEntry<Payload>* group() const noexcept { return group_; }
   bool hard_pinned() const noexcept { return hard_pinned_; }
-  // The committed counted bytes; changed only by a committed upsert.
+  // The committed counted bytes; changed only by a committed upsert or a
+  // charge adjustment (GroupDirectory::AdjustCharge).
   std::uint64_t counted_bytes() const noexcept {
     return counted_bytes_.load(std::memory_order_relaxed);
   }
@@ -216,7 +218,8 @@ class ObjectEntry {
   const ObjectId id_;
   const std::string key_;
   GroupEntry<Payload>* const group_;
-  // Written under the exclusive lock (commit of a put or an upsert).
+  // Written under the exclusive lock (commit of a put or an upsert, a
+  // charge adjustment).
   std::atomic<std::uint64_t> counted_bytes_;
   const std::uint64_t retained_bytes_;
   const bool hard_pinned_;

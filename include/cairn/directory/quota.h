@@ -9,8 +9,10 @@
 // Which bytes count is the host's policy: the directory charges each
 // object's `counted_bytes` (CreateOptions), which by default a host sets to
 // the object's size. The per-object ledger (pending, committed, released)
-// lives in the ObjectEntry and is kept by GroupDirectory; this class is only
-// the account.
+// lives in the ObjectEntry and is kept by GroupDirectory, which also settles
+// a put partially and adjusts a committed charge (Q4: a refund is a
+// Release, a growth a Charge, each under the object's lock); this class is
+// only the account.
 //
 // Thread safety: every method is safe from any thread, lock-free.
 

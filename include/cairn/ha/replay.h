@@ -5,11 +5,11 @@
 // or a registry, so a snapshot taken at a log position plus the records
 // above it rebuild the primary's state.
 //
-// Every record is a post-state (durable_log.h): a create, commit or upsert
-// carries the object's id, version, sizes and (with payload logging) its
-// payload; a removal names the object instances it removed; a tenant record
-// names the instance. Applying one is idempotent and needs no knowledge of
-// what the target already reflects:
+// Every record is a post-state (durable_log.h): a create, commit, upsert or
+// charge adjustment carries the object's id, version, sizes and (with payload
+// logging) its payload; a removal names the object instances it removed; a
+// tenant record names the instance. Applying one is idempotent and needs no
+// knowledge of what the target already reflects:
 //   - a post-state for (key, id): the key routed as `id` takes it unless the
 //     object's version is already higher; routed as another id, that object
 //     is replaced (it can only be one a later record recreates); unrouted,
@@ -135,7 +135,8 @@ Status ApplyDurableRecord(GroupDirectory<Payload, Route>& directory,
   switch (record.op) {
     case DurableOp::kCreate:
     case DurableOp::kCommit:
-    case DurableOp::kUpsert: {
+    case DurableOp::kUpsert:
+    case DurableOp::kAdjust: {
       if (record.objects.size() != 1) {
         return DataLossError("a post-state record names one object");
       }

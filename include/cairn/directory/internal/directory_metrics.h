@@ -51,11 +51,13 @@ enum class MetricOp : std::uint8_t {
   kAbortUpsert,
   kErase,
   kEraseGroup,
+  kAdjustCharge,
 };
-inline constexpr std::size_t kMetricOps = 9;
+inline constexpr std::size_t kMetricOps = 10;
 inline constexpr std::array<std::string_view, kMetricOps> kMetricOpNames = {
-    "create",        "create_pending", "commit", "abort",      "begin_upsert",
-    "commit_upsert", "abort_upsert",   "erase",  "erase_group"};
+    "create",       "create_pending", "commit",       "abort",
+    "begin_upsert", "commit_upsert",  "abort_upsert", "erase",
+    "erase_group",  "adjust_charge"};
 
 // An operation's outcome; the result label.
 enum class MetricOutcome : std::uint8_t {
