@@ -586,6 +586,32 @@ TEST(EvictionTest, V6EvictAndRetryAdmitsAPutTheQuotaRefused) {
   EXPECT_EQ(f.tenant->directory().object_count(), 9u);
 }
 
+// With offload_async, a host that demotes inside the hook (Keep with fewer
+// counted bytes) frees room through the ticket, not through the eviction's
+// freed bytes: AdmitEvicting sees it in the account and retries the put.
+// Planted bug: stopping when the eviction freed nothing (freed_bytes == 0)
+// returned the first refusal after one round.
+TEST(EvictionTest, V6RetriesAfterATicketCompletedInTheHookMadeRoom) {
+  AdmitFixture f;
+  Kernel::Options o;
+  std::size_t kept = 0;
+  o.offload_async = [&](OffloadTicket<TestPayload> t) {
+    // Demote to 1 counted byte: the object stays, 9 bytes are refunded.
+    OffloadCompletion done =
+        t.Keep(KeptBytes{10, 1}, [](Access& a) { a.payload().value = 2; });
+    EXPECT_TRUE(done.status.ok()) << done.status.ToString();
+    kept += done.applied;
+  };
+  Kernel k(o);
+  auto admitted = k.AdmitEvicting(*f.tenant, 25, f.Put("new", 25));
+  ASSERT_TRUE(admitted.put.ok()) << admitted.put.status().ToString();
+  EXPECT_EQ(admitted.eviction.freed_bytes, 0u);
+  EXPECT_EQ(admitted.eviction.evicted_objects, 0u);
+  EXPECT_GE(kept, 3u);  // 25 bytes lacking, 9 refunded per demotion
+  EXPECT_EQ(f.tenant->directory().object_count(), 11u);  // nothing removed
+  EXPECT_EQ(f.CountedSum(), f.tenant->quota().charged()) << "Q2";
+}
+
 TEST(EvictionTest, V6SaysWhyNotAndEvictsNothingItCannotUse) {
   AdmitFixture f;
   Kernel k;

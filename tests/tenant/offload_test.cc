@@ -178,6 +178,36 @@ TEST(OffloadTicketTest, V7KeepInstallsThePayloadAndMovesTheCharge) {
   EXPECT_EQ(Metric(k, "cairn_eviction_offloads_in_flight"), 0);
 }
 
+// A staged upsert's commit replaces the charge and the envelope, so a Keep
+// while one is staged is refused (kAborted) and changes nothing, and the
+// upsert then commits as staged. Planted bug: without the check, Keep
+// applied (payload 7, 10 counted bytes) and CommitUpsert then set 300
+// counted bytes over the demoted payload.
+TEST(OffloadTicketTest, V7KeepIsRefusedWhileAnUpsertIsStaged) {
+  Fixture f(1000);
+  Handle h = f.Make("a", 100);
+  Holder held;
+  Kernel k(held.Options());
+  f.Evict(k, 50);
+  ASSERT_EQ(held.tickets.size(), 1u);
+  UpsertOptions u;
+  u.size_bytes = 300;
+  u.counted_bytes = 300;
+  ASSERT_TRUE(f.dir->BeginUpsert("a", h.token(), u).ok());
+  OffloadCompletion done = held.tickets[0].Keep(
+      KeptBytes{30, 10}, [](Access& a) { a.payload().value = 7; });
+  EXPECT_EQ(done.status.code(), StatusCode::kAborted);
+  EXPECT_EQ(done.applied, 0u);
+  EXPECT_NE(f.Value("a"), 7);
+  ASSERT_TRUE(f.dir->CommitUpsert("a", h.token()).ok());
+  ObjectMetadata m;
+  ASSERT_TRUE(
+      f.dir->WithObject("a", [&](const auto& v) { m = v.metadata(); }).ok());
+  EXPECT_EQ(m.counted_bytes, 300u);
+  EXPECT_EQ(f.quota.charged(), 300u);
+  EXPECT_EQ(f.CountedSum(), f.quota.charged()) << "Q2";
+}
+
 // With a durable log a Keep appends a kUpsert record with the new envelope
 // (a replica's replay takes the same charge); a refused reservation or
 // append changes nothing, the quota included.

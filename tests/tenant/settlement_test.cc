@@ -211,6 +211,27 @@ TEST(SettlementTest, Q4AdjustChargesAReplicaAndRefundsALostOne) {
   EXPECT_EQ(f.Metric("adjust_charge", "error"), 1);
 }
 
+// expected_version: a change the host computed from a state it read
+// earlier applies only while the object has not moved since (an offload's
+// Keep or another adjustment in between is kAborted, nothing changed).
+// Planted bug: ignoring expected_version let the stale refund apply over
+// the other change (counted 0 instead of 100).
+TEST(SettlementTest,
+     Q4AdjustWithAnExpectedVersionNeverAppliesOverAnotherChange) {
+  Fixture f(1000);
+  const ObjectToken t = f.Committed("a", 300);
+  const std::uint64_t read = f.Version("a");
+  ASSERT_TRUE(f.dir->AdjustCharge("a", t, {0, 200}).ok());  // lands first
+  const ChargeAdjustment lost{0, 100};
+  EXPECT_EQ(f.dir->AdjustCharge("a", t, lost, read).code(),
+            StatusCode::kAborted);
+  EXPECT_EQ(f.Counted("a"), 100u);
+  EXPECT_EQ(f.quota.charged(), 100u);
+  ASSERT_TRUE(f.dir->AdjustCharge("a", t, lost, f.Version("a")).ok());
+  EXPECT_EQ(f.Counted("a"), 0u);
+  EXPECT_EQ(f.quota.charged(), 0u);
+}
+
 TEST(SettlementTest, Q4AdjustIsAdmittedAgainstTheQuotaLikeAPut) {
   Fixture f(300);
   const ObjectToken t = f.Committed("a", 200);

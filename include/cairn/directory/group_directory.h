@@ -219,13 +219,21 @@ class GroupDirectory {
   // kFailedPrecondition (an upsert is staged: its commit replaces the whole
   // charge, so settle it first; or a quota ledger mismatch),
   // kInvalidArgument (bad key, a refund above the counted bytes, counted
-  // bytes past 63 bits), kUnavailable, the log's Reserve or Append error.
+  // bytes past 63 bits), kUnavailable, the log's Reserve or Append error;
+  // with `expected_version`, kAborted if the object's version is not that
+  // one, so a change the host computed from a state it read earlier
+  // (ObjectMetadata::version) never applies over another (an offload's
+  // Keep, another adjustment). An upsert staged and abandoned blocks it
+  // until the reaper or a named BeginUpsert takes the staging over (D11).
   // Locks the object only; allocates only the record and error messages.
   // Not for use inside a callback.
-  Status AdjustCharge(std::string_view key, ObjectToken token,
-                      const ChargeAdjustment& adjustment) {
+  Status AdjustCharge(
+      std::string_view key, ObjectToken token,
+      const ChargeAdjustment& adjustment,
+      std::optional<std::uint64_t> expected_version = std::nullopt) {
     bool quota_refused = false;
-    Status s = AdjustChargeImpl(key, token, adjustment, &quota_refused);
+    Status s = AdjustChargeImpl(key, token, adjustment, expected_version,
+                                &quota_refused);
     CountOp(MetricOp::kAdjustCharge, s.code(), quota_refused);
     return s;
   }
@@ -1754,28 +1762,28 @@ class GroupDirectory {
     {
       WriterLock lock(&e->mu_);
       if (!e->active_locked()) return NotFoundError("object is gone");
+      // A staged upsert's commit would replace the charge and envelope
+      // this sets, with the payload left demoted: refused, as AdjustCharge
+      // refuses.
       if (e->version_.load(std::memory_order_relaxed) != version ||
-          !Evictable(e, now, allow_soft_pinned) || !StillRouted(e)) {
+          e->ledger_.upsert_pending || !Evictable(e, now, allow_soft_pinned) ||
+          !StillRouted(e)) {
         return AbortedError("object changed since it was offered");
       }
       const std::uint64_t held = e->counted_bytes();
-      // Q1/Q2: a growth is charged against the limit, a shrink refunded;
-      // a record the log refuses undoes it.
-      if (counted_bytes > held) {
-        if (Status s = ChargeQuota(counted_bytes - held); !s.ok()) return s;
-      } else if (!RefundQuota(held - counted_bytes).ok()) {
-        return FailedPreconditionError("quota ledger mismatch");
-      }
       if (Status s =
               log.AppendObject(DurableOp::kUpsert, e, version + 1, size_bytes,
                                counted_bytes, LogPayload::kNone);
           !s.ok()) {
-        if (counted_bytes > held) {
-          RefundQuota(counted_bytes - held).IgnoreError();
-        } else {
-          ForceChargeQuota(held - counted_bytes).IgnoreError();
-        }
         return s;
+      }
+      // Q1/Q2: a growth is charged against the limit, a shrink refunded,
+      // after the append: a refusal voids the record (the log step is not
+      // finalized) and no room is ever given back and taken again.
+      if (counted_bytes > held) {
+        if (Status s = ChargeQuota(counted_bytes - held); !s.ok()) return s;
+      } else if (!RefundQuota(held - counted_bytes).ok()) {
+        return FailedPreconditionError("quota ledger mismatch");
       }
       e->counted_bytes_.store(counted_bytes, std::memory_order_relaxed);
       e->size_bytes_ = size_bytes;
@@ -1979,6 +1987,7 @@ class GroupDirectory {
   // entry. Nothing changes on any error.
   Status AdjustChargeImpl(std::string_view key, ObjectToken token,
                           const ChargeAdjustment& adjustment,
+                          std::optional<std::uint64_t> expected_version,
                           bool* quota_refused) {
     if (Status s = CheckCall(key); !s.ok()) return s;
     const std::uint64_t charge = adjustment.charge_bytes;
@@ -1998,6 +2007,11 @@ class GroupDirectory {
       if (ledger.upsert_pending) {
         refused = FailedPreconditionError(
             "an upsert is staged: its commit replaces the charge");
+        return;
+      }
+      if (expected_version.has_value() &&
+          *expected_version != e.version_.load(std::memory_order_relaxed)) {
+        refused = AbortedError("object version moved since it was read");
         return;
       }
       const std::uint64_t held = e.counted_bytes();

@@ -431,7 +431,11 @@ class Evictor {
                                lacking, Measure::kCountedBytes);
       ++out.rounds;
       AddTo(out.eviction, r);
-      if (!r.status.ok() || r.freed_bytes == 0) break;
+      if (!r.status.ok()) break;
+      // Room appeared if the eviction freed bytes, or (offload_async) a
+      // ticket completed inside the hook refunded some: those count in
+      // the ticket, not in r.freed_bytes, so the account says it.
+      if (r.freed_bytes == 0 && quota.charged() >= charged) break;
       out.put = put();
     }
     return out;
