@@ -348,7 +348,11 @@ TEST(ReplayTest, D11TakeoversReplayToThePrimarysDirectory) {
         case 1: {
           CreateOptions o;
           o.counted_bytes = pick(20);
-          if (pick(3) == 0) o.group = "g" + std::to_string(pick(2));
+          std::string group;  // o.group views it: alive through the call
+          if (pick(3) == 0) {
+            group = "g" + std::to_string(pick(2));
+            o.group = group;
+          }
           auto made = p.dir->CreatePending(key, o, Blob{payload});
           if (made.ok()) puts.emplace_back(key, made->token());
           break;
