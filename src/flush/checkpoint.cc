@@ -245,7 +245,9 @@ Status WriteCheckpointFile(Env& env, const std::string& dir,
   Result<CheckpointFiles> files = ListCheckpoints(env, dir);
   if (files.ok()) {
     for (const std::string& name : files->older) {
-      env.Remove(dir + "/" + name).IgnoreError();
+      std::string path = dir;
+      path.append("/").append(name);
+      env.Remove(path).IgnoreError();
     }
   }
   return Status();
