@@ -245,9 +245,9 @@ Status WriteCheckpointFile(Env& env, const std::string& dir,
   Result<CheckpointFiles> files = ListCheckpoints(env, dir);
   if (files.ok()) {
     for (const std::string& name : files->older) {
-      std::string path = dir;
-      path.append("/").append(name);
-      env.Remove(path).IgnoreError();
+      std::string older = dir;
+      older.append("/").append(name);
+      env.Remove(older).IgnoreError();
     }
   }
   return Status();
