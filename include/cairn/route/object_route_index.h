@@ -716,18 +716,27 @@ class ObjectRouteIndex {
   // `locked`: the caller may hold locks of its own, so no deleter runs here.
   void MaybeResize(bool locked) {
     if (fixed_) return;
-    if (!resizing_.load(std::memory_order_relaxed) && !OutOfBand()) return;
+    if (!resizing_.load(std::memory_order_relaxed) && ResizeTarget() == 0) {
+      return;
+    }
     if (!resize_mu_.TryLock()) return;  // another writer is stepping
     ResizeStep(locked);
     resize_mu_.Unlock();
     if (!locked) domain_->ReclaimIfDue();
   }
 
-  bool OutOfBand() const noexcept {
+  // The size the table should move to, or 0 while the mean entries per
+  // bucket is inside the band. One reading of the population decides both
+  // whether and which way: read twice, a population falling through the
+  // grow threshold between the readings turned a due grow into a shrink of
+  // a table at its starting size, below the stripe count (two stripes then
+  // covered one bucket: a double free).
+  std::size_t ResizeTarget() const noexcept {
     const std::size_t n = entries_.load(std::memory_order_relaxed);
     const std::size_t size = table_size_.load(std::memory_order_relaxed);
-    return 4 * n > kMaxMeanQuarters * size ||
-           (size > min_buckets_ && 4 * n < kMinMeanQuarters * size);
+    if (4 * n > kMaxMeanQuarters * size) return size * 2;
+    if (size > min_buckets_ && 4 * n < kMinMeanQuarters * size) return size / 2;
+    return 0;
   }
 
   // `locked`: the caller may hold its own locks, so only bounded work runs:
@@ -738,11 +747,14 @@ class ObjectRouteIndex {
     // table, so it reads them without a guard.
     Table* from = table_.load(std::memory_order_relaxed);
     if (!resizing_.load(std::memory_order_relaxed)) {
-      if (locked || !OutOfBand()) return;
-      const std::size_t size = from->size();
-      const bool grow = 4 * entries_.load(std::memory_order_relaxed) >
-                        kMaxMeanQuarters * size;
-      Table* to = Table::Allocate(grow ? size * 2 : size / 2);
+      if (locked) return;
+      // table_size_ is from->size() here: only this thread changes either.
+      const std::size_t target = ResizeTarget();
+      if (target == 0) return;
+      // Every table covers the stripes, so each bucket of every size lies
+      // under one stripe (see Write()).
+      CAIRN_CHECK(target >= min_buckets_);
+      Table* to = Table::Allocate(target);
       if (to == nullptr) return;  // try again at a later write
       // Release: the new table's empty buckets are initialised before any
       // thread can follow `next` to it.
