@@ -177,6 +177,51 @@ TEST(SettlementTest, Q4BatchCommitSettlesEachPutAsItsSingleCommit) {
   EXPECT_EQ(v.objects[0].counted_bytes, 40u);
 }
 
+// A batch cannot void one of its records, so a settlement's refund is
+// taken before its commit record is appended: a refund the account refuses
+// (here a ledger broken by hand) leaves no record of a commit that never
+// happened, and a refused append gives the refund back.
+TEST(SettlementTest, H1Q4BatchCommitLogsOnlyTheCommitsItMade) {
+  Fixture f(1000, /*logged=*/true);
+  const ObjectToken a = f.Reserve("a", 100);
+  const ObjectToken b = f.Reserve("b", 100);
+  // The account loses 150 behind the directory's back: 50 left, so a's
+  // refund of 40 fits and b's of 100 no longer does.
+  ASSERT_TRUE(f.quota.Release(150).ok());
+  const std::string_view keys[] = {"a", "b"};
+  const ObjectToken tokens[] = {a, b};
+  const CommitOptions options[] = {Settle(60), Settle(0)};
+  std::vector<Status> out = f.dir->BatchCommit(keys, tokens, options);
+  EXPECT_TRUE(out[0].ok());
+  EXPECT_EQ(out[1].code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.quota.charged(), 10u);
+  std::vector<std::string> bodies = f.log.durable_bodies();
+  ASSERT_EQ(bodies.size(), 1u);
+  DurableRecordView v;
+  ASSERT_TRUE(DecodeDurableRecord(bodies[0], &v).ok());
+  EXPECT_EQ(v.objects[0].key, "a");
+  // b is still pending: a commit of it is refused the same way.
+  EXPECT_EQ(f.dir->Commit("b", b, Settle(0)).code(),
+            StatusCode::kFailedPrecondition);
+  // The ledger mended (a's 60 and b's 100), then a refused append: nothing
+  // changes, the refund is taken back.
+  ASSERT_TRUE(f.quota.ForceCharge(150).ok());
+  const ObjectToken c = f.Reserve("c", 100);
+  const std::uint64_t before = f.quota.charged();
+  f.log.FailAppend(DataLossError("append"));
+  const std::string_view c_key[] = {"c"};
+  const ObjectToken c_token[] = {c};
+  const CommitOptions c_options[] = {Settle(30)};
+  out = f.dir->BatchCommit(c_key, c_token, c_options);
+  EXPECT_EQ(out[0].code(), StatusCode::kDataLoss);
+  EXPECT_EQ(f.quota.charged(), before);
+  EXPECT_EQ(f.log.durable_bodies().size(), 1u);
+  out = f.dir->BatchCommit(c_key, c_token, c_options);
+  EXPECT_TRUE(out[0].ok());
+  EXPECT_EQ(f.quota.charged(), before - 70);
+  EXPECT_EQ(f.Counted("c"), 30u);
+}
+
 TEST(SettlementTest, Q4AdjustChargesAReplicaAndRefundsALostOne) {
   Fixture f(1000);
   const ObjectToken t = f.Committed("a", 200);

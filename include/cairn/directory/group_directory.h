@@ -2145,15 +2145,23 @@ class GroupDirectory {
                                   std::to_string(ledger.pending) +
                                   " bytes reserved");
     }
+    // The refund comes before the record: a batch cannot void one record
+    // of its reservation, so a refund the account refused (a ledger
+    // mismatch) after the append would leave a durable commit that never
+    // happened. A failed append takes the refund back: the account is as
+    // it was (if a put took the room meanwhile, it is over its limit by at
+    // most this refund: a deficit, which RunQuotaDeficit clears).
+    const std::uint64_t refund = ledger.pending - settled;
+    if (!RefundQuota(refund).ok()) {
+      return FailedPreconditionError("quota ledger mismatch");
+    }
     if (Status s =
             log->AppendObject(DurableOp::kCommit, e,
                               e->version_.load(std::memory_order_relaxed) + 1,
                               e->size_bytes_, settled, LogPayload::kEntry);
         !s.ok()) {
+      if (refund != 0) options_.quota->ForceCharge(refund).IgnoreError();
       return s;
-    }
-    if (!RefundQuota(ledger.pending - settled).ok()) {
-      return FailedPreconditionError("quota ledger mismatch");
     }
     e->counted_bytes_.store(settled, std::memory_order_relaxed);
     ledger.state = directory_internal::Ledger::kCommitted;
