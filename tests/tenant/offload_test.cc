@@ -22,8 +22,10 @@
 #include <gtest/gtest.h>
 
 #include "cairn/base/clock.h"
+#include "cairn/ha/replay.h"
 #include "cairn/tenant/eviction.h"
 #include "directory/directory_testing.h"
+#include "directory/durable_log_testing.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -259,6 +261,92 @@ TEST(OffloadTicketTest, V7KeepIsLoggedAndALogRefusalChangesNothing) {
   EXPECT_EQ(view.objects[0].version, offered + 1);
   EXPECT_EQ(view.objects[0].size_bytes, 30u);
   EXPECT_EQ(view.objects[0].counted_bytes, 10u);
+}
+
+// KeepWithPayload logs the demoted payload's bytes (a payload-logging
+// codec), so a standby built from the log has the payload readers of the
+// primary see; Keep with a callback logs none. Mismatched argument counts
+// change nothing.
+TEST(OffloadTicketTest, V7KeepWithPayloadLogsTheDemotedPayloadForAStandby) {
+  using LoggedKernel = Evictor<LoggedPayload>;
+  ManualClock clock;
+  QuotaAccount quota;
+  InMemoryDurableLog log;
+  DirectoryOptions o;
+  o.clock = &clock;
+  o.quota = &quota;
+  o.durable_log = &log;
+  testing::LoggedDir dir(o);
+  CreateOptions c;
+  c.size_bytes = 100;
+  c.counted_bytes = 100;
+  ASSERT_TRUE(dir.Create("a", c, LoggedPayload{"in memory"}).ok());
+  std::vector<OffloadTicket<LoggedPayload>> tickets;
+  LoggedKernel::Options ko;
+  ko.offload_async = [&](OffloadTicket<LoggedPayload> t) {
+    tickets.push_back(std::move(t));
+  };
+  LoggedKernel k(ko);
+  auto offer = [&] {
+    tickets.clear();
+    testing::LoggedDir* d = &dir;
+    k.Evict(std::span<testing::LoggedDir* const>(&d, 1), 1, 1,
+            LoggedKernel::Measure::kSizeBytes);
+    EXPECT_EQ(tickets.size(), 1u);
+  };
+  offer();
+  std::vector<LoggedPayload> none;
+  OffloadCompletion done = tickets[0].KeepWithPayloads(
+      std::vector<KeptBytes>{{30, 10}}, std::span<LoggedPayload>(none));
+  EXPECT_EQ(done.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(done.applied, 0u);
+  EXPECT_EQ(quota.charged(), 100u);
+  offer();
+  done = tickets[0].KeepWithPayload(KeptBytes{30, 10},
+                                    LoggedPayload{"on disk at 0x40"});
+  ASSERT_TRUE(done.status.ok()) << done.status.ToString();
+  EXPECT_EQ(done.applied, 1u);
+  EXPECT_EQ(quota.charged(), 10u);
+  struct Seen {
+    std::string payload;
+    std::uint64_t version = 0;
+    std::uint64_t counted = 0;
+  };
+  auto seen_in = [](testing::LoggedDir& d) {
+    Seen seen;
+    EXPECT_TRUE(
+        d.WithObject("a", [&](const ObjectView<LoggedPayload>& v) {
+           seen = Seen{v.payload().bytes, v.version(), v.counted_bytes()};
+         }).ok());
+    return seen;
+  };
+  auto payload_of = [&](testing::LoggedDir& d) { return seen_in(d).payload; };
+  EXPECT_EQ(payload_of(dir), "on disk at 0x40");
+  // A standby from the log: the same payload, charge and version.
+  auto standby_of_log = [&] {
+    auto standby = std::make_unique<testing::LoggedDir>(DirectoryOptions{});
+    for (const std::string& body : log.durable_bodies()) {
+      DurableRecordView v;
+      EXPECT_TRUE(DecodeDurableRecord(body, &v).ok());
+      EXPECT_TRUE(ApplyDurableRecord(*standby, v).ok());
+    }
+    return standby;
+  };
+  std::unique_ptr<testing::LoggedDir> standby = standby_of_log();
+  EXPECT_EQ(payload_of(*standby), "on disk at 0x40");
+  EXPECT_EQ(seen_in(*standby).version, seen_in(dir).version);
+  EXPECT_EQ(seen_in(*standby).counted, 10u);
+  // Keep with a callback logs no payload bytes: the standby keeps the
+  // payload it had (what KeepWithPayload is for).
+  offer();
+  done = tickets[0].Keep(KeptBytes{20, 5}, [](ObjectAccess<LoggedPayload>& a) {
+    a.payload().bytes = "elsewhere";
+  });
+  ASSERT_TRUE(done.status.ok()) << done.status.ToString();
+  EXPECT_EQ(payload_of(dir), "elsewhere");
+  standby = standby_of_log();
+  EXPECT_EQ(payload_of(*standby), "on disk at 0x40");
+  EXPECT_EQ(seen_in(*standby).counted, 5u);
 }
 
 // A candidate kept (here, inside the hook) is not offered again by a later

@@ -1747,17 +1747,20 @@ class GroupDirectory {
   // one object. Under its exclusive lock: still kActive, routed as itself,
   // at `version` and evictable now; then the charge moves to
   // `counted_bytes` (growth charged against the limit, a shrink refunded),
-  // a kUpsert record is appended (no payload bytes), size, counted bytes
-  // and version move, and fn(Access&) runs under the same lock.
+  // a kUpsert record is appended (with `given` as the payload bytes when
+  // `payload` is kGiven, else none), size, counted bytes and version move,
+  // and fn(Access&) runs under the same lock.
   template <typename Fn>
   Status KeepIfUnchanged(const Handle& handle, std::uint64_t version,
                          bool allow_soft_pinned, std::uint64_t size_bytes,
-                         std::uint64_t counted_bytes, Fn& fn) {
+                         std::uint64_t counted_bytes, Fn& fn,
+                         LogPayload payload = LogPayload::kNone,
+                         std::string_view given = {}) {
     if (Status s = CheckShutdown(); !s.ok()) return s;
     if (!handle) return InvalidArgumentError("empty handle");
     Entry* e = handle.get();
     LogStep log(options_.durable_log, options_.tenant_instance);
-    if (Status s = log.Reserve(e->key(), e); !s.ok()) return s;
+    if (Status s = log.Reserve(e->key(), e, given.size()); !s.ok()) return s;
     const std::int64_t now = clock_->NowNanos();
     {
       WriterLock lock(&e->mu_);
@@ -1773,7 +1776,7 @@ class GroupDirectory {
       const std::uint64_t held = e->counted_bytes();
       if (Status s =
               log.AppendObject(DurableOp::kUpsert, e, version + 1, size_bytes,
-                               counted_bytes, LogPayload::kNone);
+                               counted_bytes, payload, given);
           !s.ok()) {
         return s;
       }
@@ -1792,6 +1795,31 @@ class GroupDirectory {
       fn(access);
     }
     return log.Finalize(e->token());
+  }
+
+  // DirectoryHooks::KeepWithPayloadIfUnchanged: KeepIfUnchanged that
+  // installs `payload` as the object's payload; with a durable log whose
+  // DurablePayloadCodec logs payloads, the kUpsert record carries its bytes
+  // (encoded here, before any lock), so a replay sees the demoted payload
+  // readers see. The replaced payload is destroyed after the lock.
+  Status KeepWithPayloadIfUnchanged(const Handle& handle, std::uint64_t version,
+                                    bool allow_soft_pinned,
+                                    std::uint64_t size_bytes,
+                                    std::uint64_t counted_bytes,
+                                    Payload payload) {
+    std::string bytes;
+    if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
+      if (options_.durable_log != nullptr) {
+        DurablePayloadCodec<Payload>::Encode(payload, &bytes);
+      }
+    }
+    std::optional<Payload> replaced;  // outlives the lock
+    auto install = [&](Access& access) {
+      replaced.emplace(std::move(access.payload()));
+      access.payload() = std::move(payload);
+    };
+    return KeepIfUnchanged(handle, version, allow_soft_pinned, size_bytes,
+                           counted_bytes, install, LogPayload::kGiven, bytes);
   }
 
   // EraseGroup's body.

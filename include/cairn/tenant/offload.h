@@ -190,33 +190,45 @@ class OffloadTicket {
   // WithObjectExclusive callback). Each object is kept or not on its own;
   // nothing is removed (V1 is untouched). kInvalidArgument, nothing
   // changed, if kept.size() != handles().size(). Ends the hand-off.
+  // The record has no payload bytes: with a payload-logging
+  // DurablePayloadCodec, use KeepWithPayloads, or a standby keeps the
+  // payload from before the demotion.
   template <typename Fn>
   OffloadCompletion Keep(std::span<const KeptBytes> kept, Fn&& fn) {
-    CAIRN_CHECK_MSG(pending(), "offload ticket already completed");
-    OffloadCompletion done;
-    if (kept.size() != handles_.size()) {
-      done.status = InvalidArgumentError("one KeptBytes per offered object");
-    } else {
-      for (std::size_t i = 0; i < handles_.size(); ++i) {
-        auto install = [&fn, i](Access& access) { fn(i, access); };
-        Status s = DirectoryHooks::KeepIfUnchanged(
-            *dir_, handles_[i], versions_[i], soft_pinned_, kept[i].size_bytes,
-            kept[i].counted_bytes, install);
-        if (s.ok()) {
-          ++done.applied;
-        } else if (done.status.ok()) {
-          done.status = std::move(s);
-        }
-      }
-    }
-    Finish(done.status.ok() ? &flights_->kept : &flights_->not_applied);
-    return done;
+    return KeepEach(kept.size() == handles_.size(), [&](std::size_t i) {
+      auto install = [&fn, i](Access& access) { fn(i, access); };
+      return DirectoryHooks::KeepIfUnchanged(*dir_, handles_[i], versions_[i],
+                                             soft_pinned_, kept[i].size_bytes,
+                                             kept[i].counted_bytes, install);
+    });
   }
   // A singleton's Keep.
   template <typename Fn>
   OffloadCompletion Keep(KeptBytes kept, Fn&& fn) {
     return Keep(std::span<const KeptBytes>(&kept, 1),
                 [&fn](std::size_t, Access& access) { fn(access); });
+  }
+
+  // Keep that installs demoted[i] as object i's payload (moved from) and,
+  // with a durable log whose DurablePayloadCodec logs payloads, logs its
+  // bytes in the kUpsert record, so a standby or a recovery has the
+  // payload readers see. A payload that is not installed (the object
+  // changed) is destroyed here. kInvalidArgument, nothing changed, if
+  // kept, demoted and handles() differ in size. Ends the hand-off.
+  OffloadCompletion KeepWithPayloads(std::span<const KeptBytes> kept,
+                                     std::span<Payload> demoted) {
+    const bool one_each =
+        kept.size() == handles_.size() && demoted.size() == handles_.size();
+    return KeepEach(one_each, [&](std::size_t i) {
+      return DirectoryHooks::KeepWithPayloadIfUnchanged(
+          *dir_, handles_[i], versions_[i], soft_pinned_, kept[i].size_bytes,
+          kept[i].counted_bytes, std::move(demoted[i]));
+    });
+  }
+  // A singleton's KeepWithPayloads.
+  OffloadCompletion KeepWithPayload(KeptBytes kept, Payload demoted) {
+    return KeepWithPayloads(std::span<const KeptBytes>(&kept, 1),
+                            std::span<Payload>(&demoted, 1));
   }
 
   // "Remove": evicts the candidate as an accepted synchronous hand-off does
@@ -289,6 +301,31 @@ class OffloadTicket {
         entries_(std::move(entries)),
         soft_pinned_(soft_pinned),
         bytes_(bytes) {}
+
+  // Keep's frame: keep(i) for each offered object, the first error
+  // reported; kInvalidArgument, nothing kept, unless the caller gave one
+  // of each argument per offered object (`one_each`). Ends the hand-off.
+  template <typename KeepOne>
+  OffloadCompletion KeepEach(bool one_each, KeepOne&& keep) {
+    CAIRN_CHECK_MSG(pending(), "offload ticket already completed");
+    OffloadCompletion done;
+    if (!one_each) {
+      done.status = InvalidArgumentError(
+          "one KeptBytes (and payload) per "
+          "offered object");
+    } else {
+      for (std::size_t i = 0; i < handles_.size(); ++i) {
+        Status s = keep(i);
+        if (s.ok()) {
+          ++done.applied;
+        } else if (done.status.ok()) {
+          done.status = std::move(s);
+        }
+      }
+    }
+    Finish(done.status.ok() ? &flights_->kept : &flights_->not_applied);
+    return done;
+  }
 
   // Counts the outcome, ends the hand-off and empties the ticket.
   void Finish(Counter* outcome) {
