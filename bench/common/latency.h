@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <benchmark/benchmark.h>
@@ -88,7 +89,9 @@ class LatencyRecorder {
       arrived_.store(0, std::memory_order_relaxed);
     }
   }
-  void Finish(benchmark::State& state, const Histogram& mine) {
+  // Counters p50_ns, p99_ns and p999_ns, each name after `prefix`.
+  void Finish(benchmark::State& state, const Histogram& mine,
+              const std::string& prefix = "") {
     {
       std::lock_guard<std::mutex> lock(mu_);
       merged_.Merge(mine);
@@ -99,9 +102,9 @@ class LatencyRecorder {
       std::this_thread::yield();
     }
     std::lock_guard<std::mutex> lock(mu_);
-    state.counters["p50_ns"] = merged_.Quantile(0.50);
-    state.counters["p99_ns"] = merged_.Quantile(0.99);
-    state.counters["p999_ns"] = merged_.Quantile(0.999);
+    state.counters[prefix + "p50_ns"] = merged_.Quantile(0.50);
+    state.counters[prefix + "p99_ns"] = merged_.Quantile(0.99);
+    state.counters[prefix + "p999_ns"] = merged_.Quantile(0.999);
   }
 
  private:

@@ -14,7 +14,9 @@
 // Workloads (YCSB shapes): keys uniform or Zipf 0.99 (scrambled), reads
 // 100% (C), 95% (B) or 50% (A), point operations or 32-key batches (one
 // batch is all reads or all writes, drawn with the read share). Batches
-// record their latency in a histogram (p50_ns, p99_ns, p999_ns counters).
+// record their latency in a histogram (p50_ns, p99_ns, p999_ns counters),
+// and read and write batches each in one of their own (read_p99_ns,
+// write_p99_ns, ...), as the read-path RFC reported them.
 // Names: BM_Dir/<impl>/zipf:<0|1>/read:<pct>/batch:<1|32>/real_time/
 // threads:<t>. Population: CAIRN_SUITE_POPULATION (default 1M).
 
@@ -155,9 +157,13 @@ void BM_Dir(benchmark::State& state) {
           31 * static_cast<std::uint64_t>(state.thread_index())};
   std::size_t pos = rng.Below(kStreamLength);
   std::uint64_t sink = 0;
-  static LatencyRecorder recorder;
-  Histogram histogram;
-  if (batch > 1) recorder.Start(state);
+  static LatencyRecorder recorder, read_recorder, write_recorder;
+  Histogram histogram, read_histogram, write_histogram;
+  if (batch > 1) {
+    recorder.Start(state);
+    read_recorder.Start(state);
+    write_recorder.Start(state);
+  }
   std::vector<std::string_view> batch_keys(batch);
   for (auto _ : state) {
     const bool read = rng.Below(100) < read_pct;
@@ -181,12 +187,18 @@ void BM_Dir(benchmark::State& state) {
     } else {
       impl.WriteBatch(batch_keys);
     }
-    histogram.Add(NowNanos() - start);
+    const std::uint64_t took = NowNanos() - start;
+    histogram.Add(took);
+    (read ? read_histogram : write_histogram).Add(took);
   }
   benchmark::DoNotOptimize(sink);
   state.SetItemsProcessed(
       static_cast<std::int64_t>(state.iterations() * batch));
-  if (batch > 1) recorder.Finish(state, histogram);
+  if (batch > 1) {
+    recorder.Finish(state, histogram);
+    read_recorder.Finish(state, read_histogram, "read_");
+    write_recorder.Finish(state, write_histogram, "write_");
+  }
 }
 
 // Self-check, run by the runner before the gates: each implementation finds
