@@ -302,8 +302,19 @@ TEST(OffloadTicketTest, V7KeepWithPayloadLogsTheDemotedPayloadForAStandby) {
   EXPECT_EQ(done.applied, 0u);
   EXPECT_EQ(quota.charged(), 100u);
   offer();
-  done = tickets[0].KeepWithPayload(KeptBytes{30, 10},
-                                    LoggedPayload{"on disk at 0x40"});
+  // The object changed since the offer: not kept, and the demoted payload
+  // stays with the caller.
+  offer();
+  ASSERT_TRUE(
+      dir.WithObjectExclusive(
+             "a", [](ObjectAccess<LoggedPayload>& a) { a.set_size_bytes(100); })
+          .ok());
+  LoggedPayload demoted{"on disk at 0x40"};
+  done = tickets[0].KeepWithPayload(KeptBytes{30, 10}, demoted);
+  EXPECT_EQ(done.status.code(), StatusCode::kAborted);
+  EXPECT_EQ(demoted.bytes, "on disk at 0x40");
+  offer();
+  done = tickets[0].KeepWithPayload(KeptBytes{30, 10}, demoted);
   ASSERT_TRUE(done.status.ok()) << done.status.ToString();
   EXPECT_EQ(done.applied, 1u);
   EXPECT_EQ(quota.charged(), 10u);

@@ -177,10 +177,10 @@ TEST(SettlementTest, Q4BatchCommitSettlesEachPutAsItsSingleCommit) {
   EXPECT_EQ(v.objects[0].counted_bytes, 40u);
 }
 
-// A batch cannot void one of its records, so a settlement's refund is
-// taken before its commit record is appended: a refund the account refuses
-// (here a ledger broken by hand) leaves no record of a commit that never
-// happened, and a refused append gives the refund back.
+// A batch cannot void one of its records, so a commit or erase whose
+// refund the account could not take (here a ledger broken by hand) is
+// refused before its record is appended: no record of a change that never
+// happened. A refused append changes nothing.
 TEST(SettlementTest, H1Q4BatchCommitLogsOnlyTheCommitsItMade) {
   Fixture f(1000, /*logged=*/true);
   const ObjectToken a = f.Reserve("a", 100);
@@ -204,7 +204,7 @@ TEST(SettlementTest, H1Q4BatchCommitLogsOnlyTheCommitsItMade) {
   EXPECT_EQ(f.dir->Commit("b", b, Settle(0)).code(),
             StatusCode::kFailedPrecondition);
   // The ledger mended (a's 60 and b's 100), then a refused append: nothing
-  // changes, the refund is taken back.
+  // changes.
   ASSERT_TRUE(f.quota.ForceCharge(150).ok());
   const ObjectToken c = f.Reserve("c", 100);
   const std::uint64_t before = f.quota.charged();
@@ -220,6 +220,28 @@ TEST(SettlementTest, H1Q4BatchCommitLogsOnlyTheCommitsItMade) {
   EXPECT_TRUE(out[0].ok());
   EXPECT_EQ(f.quota.charged(), before - 70);
   EXPECT_EQ(f.Counted("c"), 30u);
+}
+
+TEST(SettlementTest, H1BatchEraseLogsOnlyTheErasesItMade) {
+  Fixture f(1000, /*logged=*/true);
+  f.Committed("a", 40);
+  f.Committed("b", 100);
+  // 60 left of 140: a's release of 40 fits, b's of 100 no longer does.
+  ASSERT_TRUE(f.quota.Release(80).ok());
+  const std::size_t records = f.log.durable_bodies().size();
+  const std::string_view keys[] = {"a", "b"};
+  std::vector<Status> out = f.dir->BatchErase(keys);
+  EXPECT_TRUE(out[0].ok());
+  EXPECT_EQ(out[1].code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(f.dir->Pin("a").ok());
+  EXPECT_TRUE(f.dir->Pin("b").ok());
+  EXPECT_EQ(f.quota.charged(), 20u);
+  const std::vector<std::string> bodies = f.log.durable_bodies();
+  ASSERT_EQ(bodies.size(), records + 1);
+  DurableRecordView v;
+  ASSERT_TRUE(DecodeDurableRecord(bodies.back(), &v).ok());
+  EXPECT_EQ(v.op, DurableOp::kErase);
+  EXPECT_EQ(v.objects[0].key, "a");
 }
 
 TEST(SettlementTest, Q4AdjustChargesAReplicaAndRefundsALostOne) {

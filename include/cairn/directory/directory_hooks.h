@@ -181,19 +181,18 @@ class DirectoryHooks {
     return dir.KeepIfUnchanged(handle, version, allow_soft_pinned, size_bytes,
                                counted_bytes, fn);
   }
-  // KeepIfUnchanged that installs `payload` as the demoted payload and,
-  // with a durable log whose DurablePayloadCodec logs payloads, logs its
-  // bytes in the kUpsert record (so a standby or a recovery has the
-  // payload readers see). The replaced payload is destroyed off-lock.
-  // Errors as KeepIfUnchanged.
+  // KeepIfUnchanged that installs `payload` as the demoted payload (moved
+  // from only if installed) and, with a durable log whose
+  // DurablePayloadCodec logs payloads, logs its bytes in the kUpsert record
+  // (so a standby or a recovery has the payload readers see). The replaced
+  // payload is destroyed off-lock. Errors as KeepIfUnchanged.
   template <typename Directory>
   static Status KeepWithPayloadIfUnchanged(
       Directory& dir, const typename Directory::Handle& handle,
       std::uint64_t version, bool allow_soft_pinned, std::uint64_t size_bytes,
-      std::uint64_t counted_bytes, typename Directory::PayloadType payload) {
+      std::uint64_t counted_bytes, typename Directory::PayloadType& payload) {
     return dir.KeepWithPayloadIfUnchanged(handle, version, allow_soft_pinned,
-                                          size_bytes, counted_bytes,
-                                          std::move(payload));
+                                          size_bytes, counted_bytes, payload);
   }
 
   // Log replay (cairn/ha/replay.h). Neither step is logged to the

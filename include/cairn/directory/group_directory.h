@@ -1163,6 +1163,7 @@ class GroupDirectory {
     if (Status s = CheckErasable(e, options, expect, pending_cutoff); !s.ok()) {
       return s;
     }
+    if (Status s = RefundableOrMismatch(ChargedBytes(e)); !s.ok()) return s;
     if (Status s = log->AppendRemoval(DurableOp::kErase, e); !s.ok()) {
       return s;
     }
@@ -1798,15 +1799,16 @@ class GroupDirectory {
   }
 
   // DirectoryHooks::KeepWithPayloadIfUnchanged: KeepIfUnchanged that
-  // installs `payload` as the object's payload; with a durable log whose
-  // DurablePayloadCodec logs payloads, the kUpsert record carries its bytes
-  // (encoded here, before any lock), so a replay sees the demoted payload
-  // readers see. The replaced payload is destroyed after the lock.
+  // installs `payload` (moved from only if it is installed) as the object's
+  // payload; with a durable log whose DurablePayloadCodec logs payloads, the
+  // kUpsert record carries its bytes (encoded here, before any lock), so a
+  // replay sees the demoted payload readers see. The replaced payload is
+  // destroyed after the lock.
   Status KeepWithPayloadIfUnchanged(const Handle& handle, std::uint64_t version,
                                     bool allow_soft_pinned,
                                     std::uint64_t size_bytes,
                                     std::uint64_t counted_bytes,
-                                    Payload payload) {
+                                    Payload& payload) {
     std::string bytes;
     if constexpr (DurablePayloadCodec<Payload>::kLogsPayload) {
       if (options_.durable_log != nullptr) {
@@ -2156,9 +2158,9 @@ class GroupDirectory {
   // kActive with its record appended first (H1), settling at
   // options.counted_bytes if given (Q4: the rest of the reservation is
   // refunded in the same step); an error changes nothing. The refund runs
-  // after the append: it can fail only if the account already holds less
-  // than this put's reservation (Q2 broken elsewhere), which refuses the
-  // commit.
+  // after the append; an account already short of it (Q2 broken
+  // elsewhere) refuses the commit before the append (RefundableOrMismatch),
+  // since a batch cannot void one record of its reservation.
   Status CommitLocked(Entry* e, LogStep* log, const CommitOptions& options) {
     WriterLock lock(&e->mu_);
     if (e->lifecycle_.load(std::memory_order_relaxed) != Lifecycle::kCreating) {
@@ -2173,23 +2175,17 @@ class GroupDirectory {
                                   std::to_string(ledger.pending) +
                                   " bytes reserved");
     }
-    // The refund comes before the record: a batch cannot void one record
-    // of its reservation, so a refund the account refused (a ledger
-    // mismatch) after the append would leave a durable commit that never
-    // happened. A failed append takes the refund back: the account is as
-    // it was (if a put took the room meanwhile, it is over its limit by at
-    // most this refund: a deficit, which RunQuotaDeficit clears).
     const std::uint64_t refund = ledger.pending - settled;
-    if (!RefundQuota(refund).ok()) {
-      return FailedPreconditionError("quota ledger mismatch");
-    }
+    if (Status s = RefundableOrMismatch(refund); !s.ok()) return s;
     if (Status s =
             log->AppendObject(DurableOp::kCommit, e,
                               e->version_.load(std::memory_order_relaxed) + 1,
                               e->size_bytes_, settled, LogPayload::kEntry);
         !s.ok()) {
-      if (refund != 0) options_.quota->ForceCharge(refund).IgnoreError();
       return s;
+    }
+    if (!RefundQuota(refund).ok()) {
+      return FailedPreconditionError("quota ledger mismatch");
     }
     e->counted_bytes_.store(settled, std::memory_order_relaxed);
     ledger.state = directory_internal::Ledger::kCommitted;
@@ -2342,6 +2338,22 @@ class GroupDirectory {
   // Releases e's whole charge exactly once, as a removal is emitted once (D6):
   // the ledger then says released. A mismatch (the account holds less) changes
   // nothing (Q2). Caller holds e's lock exclusively.
+  // Called under an object's exclusive lock before a record whose change
+  // refunds `bytes` of that object's charge is appended: the refund after
+  // the append then cannot fail. The account holds at least the object's
+  // own charge while the ledger is sound (Q2), and other objects' releases
+  // never take it; an account short of it is a ledger already broken
+  // elsewhere, refused here, before a record exists (a batch cannot void
+  // one of its records). Only a release racing that refusal on a ledger
+  // already broken could still fail the refund after the append.
+  Status RefundableOrMismatch(std::uint64_t bytes) const noexcept {
+    if (options_.quota == nullptr || bytes == 0 ||
+        options_.quota->charged() >= bytes) {
+      return Status::Ok();
+    }
+    return FailedPreconditionError("quota ledger mismatch");
+  }
+
   Status ReleaseLedger(Entry* e) {
     e->mu_.AssertHeld();
     if (!RefundQuota(ChargedBytes(e)).ok()) {

@@ -209,12 +209,13 @@ class OffloadTicket {
                 [&fn](std::size_t, Access& access) { fn(access); });
   }
 
-  // Keep that installs demoted[i] as object i's payload (moved from) and,
-  // with a durable log whose DurablePayloadCodec logs payloads, logs its
-  // bytes in the kUpsert record, so a standby or a recovery has the
-  // payload readers see. A payload that is not installed (the object
-  // changed) is destroyed here. kInvalidArgument, nothing changed, if
-  // kept, demoted and handles() differ in size. Ends the hand-off.
+  // Keep that installs demoted[i] as object i's payload and, with a
+  // durable log whose DurablePayloadCodec logs payloads, logs its bytes in
+  // the kUpsert record, so a standby or a recovery has the payload readers
+  // see. demoted[i] is moved from only if object i is kept; a payload not
+  // installed (the object changed) stays there for the host to clean up.
+  // kInvalidArgument, nothing changed, if kept, demoted and handles()
+  // differ in size. Ends the hand-off.
   OffloadCompletion KeepWithPayloads(std::span<const KeptBytes> kept,
                                      std::span<Payload> demoted) {
     const bool one_each =
@@ -222,11 +223,11 @@ class OffloadTicket {
     return KeepEach(one_each, [&](std::size_t i) {
       return DirectoryHooks::KeepWithPayloadIfUnchanged(
           *dir_, handles_[i], versions_[i], soft_pinned_, kept[i].size_bytes,
-          kept[i].counted_bytes, std::move(demoted[i]));
+          kept[i].counted_bytes, demoted[i]);
     });
   }
   // A singleton's KeepWithPayloads.
-  OffloadCompletion KeepWithPayload(KeptBytes kept, Payload demoted) {
+  OffloadCompletion KeepWithPayload(KeptBytes kept, Payload& demoted) {
     return KeepWithPayloads(std::span<const KeptBytes>(&kept, 1),
                             std::span<Payload>(&demoted, 1));
   }
@@ -310,9 +311,7 @@ class OffloadTicket {
     CAIRN_CHECK_MSG(pending(), "offload ticket already completed");
     OffloadCompletion done;
     if (!one_each) {
-      done.status = InvalidArgumentError(
-          "one KeptBytes (and payload) per "
-          "offered object");
+      done.status = InvalidArgumentError("one argument per offered object");
     } else {
       for (std::size_t i = 0; i < handles_.size(); ++i) {
         Status s = keep(i);
