@@ -52,6 +52,18 @@ class ObjectRouteIndexTestPeer {
     route.resize_store_hook_arg_ = arg;
   }
 
+  // Sets the route's population count as a resize reads it, and runs one
+  // resize step as an unlocked write would (MaybeResize), so a test can
+  // race the two directly. Only with no real writer running.
+  template <typename Entry>
+  static void SetEntries(ObjectRouteIndex<Entry>& route, std::size_t n) {
+    route.entries_.store(n, std::memory_order_relaxed);
+  }
+  template <typename Entry>
+  static void StepResize(ObjectRouteIndex<Entry>& route) {
+    route.MaybeResize(/*locked=*/false);
+  }
+
   // The bucket `key` hashes to (bench/route's collision workload, W3). A
   // bench baseline that exposes its own BucketIndex() is asked directly.
   template <typename Route>
