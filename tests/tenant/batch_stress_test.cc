@@ -27,6 +27,7 @@
 
 #include "cairn/base/clock.h"
 #include "cairn/directory/durable_log.h"
+#include "cairn/ha/replay.h"
 #include "cairn/tenant/eviction.h"
 #include "cairn/tenant/tenant_registry.h"
 #include "directory/directory_testing.h"
@@ -500,6 +501,45 @@ TEST(BatchTakeoverStressTest, BatchesRaceEvictionAndTakeoverKeepQ2AndV1) {
         << name;
   }
   EXPECT_EQ(log.open_reservations(), 0u);
+  // H1 with D11 and Q4: a standby built from the durable records has the
+  // primary's live objects, each with its id, version and counted bytes
+  // (a takeover and a refused batch key leave no record).
+  struct State {
+    ObjectId id = 0;
+    std::uint64_t version = 0;
+    std::uint64_t counted = 0;
+    bool operator==(const State&) const = default;
+  };
+  auto states_of = [](Dir& d) {
+    std::map<std::string, State> out;
+    EXPECT_TRUE(DirectoryHooks::Census(d, [&](const Handle& h,
+                                              const ObjectMetadata& m) {
+                  out[std::string(h->key())] =
+                      State{h.token().object, m.version, m.counted_bytes};
+                }).ok());
+    return out;
+  };
+  Dir standby{DirectoryOptions{}};
+  for (const std::string& body : log.durable_bodies()) {
+    DurableRecordView v;
+    ASSERT_TRUE(DecodeDurableRecord(body, &v).ok());
+    if (v.op == DurableOp::kTenantCreate || v.op == DurableOp::kTenantRemove) {
+      continue;
+    }
+    ASSERT_TRUE(ApplyDurableRecord(standby, v).ok());
+  }
+  const std::map<std::string, State> primary_states = states_of(dir);
+  const std::map<std::string, State> standby_states = states_of(standby);
+  EXPECT_FALSE(primary_states.empty());
+  EXPECT_EQ(primary_states.size(), standby_states.size());
+  for (const auto& [key, state] : primary_states) {
+    auto it = standby_states.find(key);
+    ASSERT_NE(it, standby_states.end()) << key;
+    EXPECT_TRUE(it->second == state)
+        << key << ": standby id " << it->second.id << " v" << it->second.version
+        << " counted " << it->second.counted << ", primary id " << state.id
+        << " v" << state.version << " counted " << state.counted;
+  }
 }
 
 }  // namespace

@@ -68,6 +68,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
@@ -732,7 +733,11 @@ class ObjectRouteIndex {
   // a table at its starting size, below the stripe count (two stripes then
   // covered one bucket: a double free).
   std::size_t ResizeTarget() const noexcept {
-    const std::size_t n = entries_.load(std::memory_order_relaxed);
+    std::size_t n = entries_.load(std::memory_order_relaxed);
+    // Both count after their stripe is released, so an erase may count
+    // down before the publication it follows counts up: a count briefly
+    // below zero reads as empty, not as a huge population.
+    if (n > std::numeric_limits<std::size_t>::max() / 2) n = 0;
     const std::size_t size = table_size_.load(std::memory_order_relaxed);
     if (4 * n > kMaxMeanQuarters * size) return size * 2;
     if (size > min_buckets_ && 4 * n < kMinMeanQuarters * size) return size / 2;
