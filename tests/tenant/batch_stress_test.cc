@@ -168,14 +168,14 @@ TEST(BatchTakeoverStressTest, BatchesRaceEvictionAndTakeoverKeepQ2AndV1) {
   // Settles a named staging of ours: OK; kFailedPrecondition if a named
   // BeginUpsert took it over (D11); kNotFound if the object went (erase,
   // eviction).
-  // `taken_over`: the staging is known to have been taken over, so its
+  // `known_taken_over`: the staging is known to have been taken over, so its
   // settlement must be refused (D11), never applied to the new staging.
   auto settle_staged = [&](const Staged& st, bool commit,
-                           bool taken_over = false) {
+                           bool known_taken_over = false) {
     const Status s = commit ? dir.CommitUpsert(keys[st.key], st.token, st.stage)
                             : dir.AbortUpsert(keys[st.key], st.token, st.stage);
     EXPECT_TRUE(
-        (s.ok() && !taken_over) ||
+        (s.ok() && !known_taken_over) ||
         OneOf(s, {StatusCode::kNotFound, StatusCode::kFailedPrecondition}))
         << (commit ? "CommitUpsert " : "AbortUpsert ") << keys[st.key] << ": "
         << s.ToString();
@@ -340,7 +340,8 @@ TEST(BatchTakeoverStressTest, BatchesRaceEvictionAndTakeoverKeepQ2AndV1) {
             // been taken over (D11): settling it now is refused.
             for (std::size_t j = 0; j < stages.size();) {
               if (stages[j].key == u && stages[j].token == st.token) {
-                settle_staged(stages[j], rng() % 2 == 0, /*taken_over=*/true);
+                settle_staged(stages[j], rng() % 2 == 0,
+                              /*known_taken_over=*/true);
                 stages.erase(stages.begin() + static_cast<std::ptrdiff_t>(j));
               } else {
                 ++j;
