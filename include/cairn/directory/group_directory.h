@@ -1955,12 +1955,8 @@ class GroupDirectory {
         }
         // Takeover (D11): the expired staging's charge leaves the account
         // in the step that stages this one.
-        if (!RefundQuota(ledger.pending).ok()) {
-          refused = FailedPreconditionError("quota ledger mismatch");
-          return;
-        }
-        ledger.upsert_pending = false;
-        DropPendingCharge(ledger);
+        refused = DropStagedUpsert(ledger);
+        if (!refused.ok()) return;
         took_over = true;
       } else if (charge_locked) {
         refused = charge;
@@ -2328,6 +2324,18 @@ class GroupDirectory {
         return 0;
     }
   }
+  // A staged upsert's charge leaves the account and the staging ends
+  // (AbortUpsert; a takeover of an expired staging, D11). A mismatch (the
+  // account holds less) changes nothing. Caller holds the object's lock
+  // exclusively.
+  Status DropStagedUpsert(directory_internal::Ledger& ledger) {
+    if (!RefundQuota(ledger.pending).ok()) {
+      return FailedPreconditionError("quota ledger mismatch");
+    }
+    ledger.upsert_pending = false;
+    DropPendingCharge(ledger);
+    return Status::Ok();
+  }
   void MarkLedgerReleased(Entry* e) {
     e->mu_.AssertHeld();
     directory_internal::Ledger& ledger = e->ledger_;
@@ -2471,12 +2479,7 @@ class GroupDirectory {
         refused = FailedPreconditionError("no upsert is pending");
         return;
       }
-      if (!RefundQuota(ledger.pending).ok()) {
-        refused = FailedPreconditionError("quota ledger mismatch");
-        return;
-      }
-      ledger.upsert_pending = false;
-      DropPendingCharge(ledger);
+      refused = DropStagedUpsert(ledger);
     };
     Status s = LookupToken<true>(key, token, drop);
     return s.ok() ? refused : s;
