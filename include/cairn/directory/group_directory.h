@@ -2343,9 +2343,6 @@ class GroupDirectory {
     ledger.upsert_pending = false;
     DropPendingCharge(ledger);
   }
-  // Releases e's whole charge exactly once, as a removal is emitted once (D6):
-  // the ledger then says released. A mismatch (the account holds less) changes
-  // nothing (Q2). Caller holds e's lock exclusively.
   // Called under an object's exclusive lock before a record whose change
   // refunds `bytes` of that object's charge is appended: the refund after
   // the append then cannot fail. The account holds at least the object's
@@ -2362,6 +2359,9 @@ class GroupDirectory {
     return FailedPreconditionError("quota ledger mismatch");
   }
 
+  // Releases e's whole charge exactly once, as a removal is emitted once (D6):
+  // the ledger then says released. A mismatch (the account holds less) changes
+  // nothing (Q2). Caller holds e's lock exclusively.
   Status ReleaseLedger(Entry* e) {
     e->mu_.AssertHeld();
     if (!RefundQuota(ChargedBytes(e)).ok()) {

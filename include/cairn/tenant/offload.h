@@ -12,7 +12,11 @@
 //                    version and evictable, its counted bytes move to the
 //                    given value (a growth charged against the quota, a
 //                    shrink refunded), its version moves and fn installs
-//                    the demoted payload;
+//                    the demoted payload (its record has no payload
+//                    bytes);
+//   KeepWithPayloads(bytes, payloads)
+//                    Keep that installs the given payloads and logs their
+//                    bytes, for a log whose codec carries payloads;
 //   Remove()         the candidate is evicted as an accepted synchronous
 //                    hand-off is, only if every offered object is still at
 //                    its offered version and a group has exactly the
