@@ -114,8 +114,8 @@ def tenant_create(ctx):
     """directory.T2.tenant_create: GetOrCreate of the 10,000th tenant / the
     10th, both in one interleaved invocation. The deciding figure is the
     median over repetitions of each run's median call (p50_us): the mean
-    call time also carries the deferred frees of tenants removed by earlier
-    iterations and preemptions by other processes; it is reported too."""
+    call time also carries preemptions by other processes; it is reported
+    too."""
     runs = ctx.run_bench(CREATE_BINARY, "BM_DirectoryT2/", repetitions=5,
                          min_time=0.3)
     big = "BM_DirectoryT2/10000/manual_time"

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,10 +52,14 @@ class TenantMap {
   TenantMap(const TenantMap&) = delete;
   TenantMap& operator=(const TenantMap&) = delete;
   ~TenantMap() { delete dropped_; }
+  // The slots follow the header in the same block (one allocation per
+  // map): `delete` of a TenantMap frees that block.
+  static void operator delete(void* p) { ::operator delete(p); }
 
   // A map holding `old`'s entries (old may be null: none) except `drop`,
   // plus `add` if it is not null; null when that leaves it empty. The
-  // entries are shared with `old`, not copied. Allocates one table.
+  // entries are shared with `old`, not copied. Allocates one block (the
+  // map and its slots).
   static std::unique_ptr<TenantMap> Rebuilt(const TenantMap* old,
                                             const Named* drop,
                                             std::uint64_t add_hash,
@@ -63,10 +68,10 @@ class TenantMap {
     if (drop != nullptr) --count;
     if (add != nullptr) ++count;
     if (count == 0) return nullptr;
-    std::unique_ptr<TenantMap> next(new TenantMap(count));
+    std::unique_ptr<TenantMap> next(Make(count));
     if (old != nullptr) {
       for (std::size_t i = 0; i <= old->mask_; ++i) {
-        const Slot& s = old->slots_[i];
+        const Slot& s = old->slots()[i];
         if (s.named != nullptr && s.named != drop) next->Insert(s);
       }
     }
@@ -77,7 +82,7 @@ class TenantMap {
   // The entry named `name` (whose mixed hash is `hash`), or null.
   const Named* Find(std::uint64_t hash, std::string_view name) const noexcept {
     for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
+      const Slot& s = slots()[i];
       if (s.named == nullptr) return nullptr;
       if (s.hash == hash && s.named->name == name) return s.named;
     }
@@ -87,7 +92,7 @@ class TenantMap {
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (std::size_t i = 0; i <= mask_; ++i) {
-      if (slots_[i].named != nullptr) fn(*slots_[i].named);
+      if (slots()[i].named != nullptr) fn(*slots()[i].named);
     }
   }
 
@@ -113,8 +118,8 @@ class TenantMap {
   // map owns its entries).
   void DeleteEntries() noexcept {
     for (std::size_t i = 0; i <= mask_; ++i) {
-      delete slots_[i].named;
-      slots_[i].named = nullptr;
+      delete slots()[i].named;
+      slots()[i].named = nullptr;
     }
     count_ = 0;
   }
@@ -125,21 +130,34 @@ class TenantMap {
     return std::bit_ceil(count < 2 ? std::size_t{4} : 2 * count);
   }
 
-  explicit TenantMap(std::size_t count)
-      : count_(count),
-        mask_(Capacity(count) - 1),
-        slots_(new Slot[Capacity(count)]()) {}
+  // A map of `count` entries' capacity, its slots empty, in one block.
+  static TenantMap* Make(std::size_t count) {
+    static_assert(alignof(Slot) <= alignof(TenantMap));
+    const std::size_t capacity = Capacity(count);
+    void* block = ::operator new(sizeof(TenantMap) + capacity * sizeof(Slot));
+    return new (block) TenantMap(count, capacity);
+  }
+
+  TenantMap(std::size_t count, std::size_t capacity) noexcept
+      : count_(count), mask_(capacity - 1) {
+    std::uninitialized_value_construct_n(slots(), capacity);
+  }
+
+  Slot* slots() noexcept { return reinterpret_cast<Slot*>(this + 1); }
+  const Slot* slots() const noexcept {
+    return reinterpret_cast<const Slot*>(this + 1);
+  }
 
   void Insert(const Slot& slot) noexcept {
     std::size_t i = slot.hash & mask_;
-    while (slots_[i].named != nullptr) i = (i + 1) & mask_;
-    slots_[i] = slot;
+    while (slots()[i].named != nullptr) i = (i + 1) & mask_;
+    slots()[i] = slot;
   }
 
   std::size_t count_;
   const std::size_t mask_;
-  const std::unique_ptr<Slot[]> slots_;
   const Named* dropped_ = nullptr;
+  // Followed by mask_ + 1 Slots.
 };
 
 }  // namespace tenant_internal
