@@ -142,9 +142,13 @@ def group_gates(ctx, plan):
     """route.W4.group_teardown: EraseGroup of a 32-member group, GroupDirectory
     against the shard-locked directory with a group catalog (teardowns per
     second, one thread, 100k singletons around the groups); sizes 8 and 128
-    and the group creation time are reported beside it."""
+    and the group creation time are reported beside it, and group eviction
+    through the Evictor (BM_GroupEvict, directory only: the baseline has no
+    eviction kernel)."""
     runs = ctx.run_bench(GROUP_BINARY, "BM_GroupW4/", repetitions=plan.reps,
                          min_time=plan.min_time)
+    evict_runs = ctx.run_bench(GROUP_BINARY, "BM_GroupEvict/",
+                               repetitions=plan.reps, min_time=plan.min_time)
     name = "BM_GroupW4/{}/size:{}/manual_time"
     rate = {}
     figures = []
@@ -161,6 +165,14 @@ def group_gates(ctx, plan):
             f"{ctx.median(runs, s, 'create_us'):.1f} us, retired "
             f"{ctx.median(runs, d, 'retired_bytes_per_teardown') / 1024:.1f} KiB "
             f"per teardown")
+    evict = "BM_GroupEvict/size:{}/iterations:5/manual_time"
+    figures.append(
+        "eviction (Evictor, 256 groups, goal every byte): " + ", ".join(
+            f"size {size} {ctx.median(evict_runs, evict.format(size), 'us_per_group'):.1f} "
+            f"us per group ({ctx.median(evict_runs, evict.format(size), 'us_per_member'):.2f} "
+            f"per member, retired "
+            f"{ctx.median(evict_runs, evict.format(size), 'retired_bytes_per_group') / 1024:.1f} KiB)"
+            for size in (8, 32, 128)))
     return [ctx.gate(
         "route.W4.group_teardown",
         "EraseGroup of a 32-member group (created untimed just before), one "

@@ -15,6 +15,14 @@
 // retired_bytes_per_teardown: bytes the teardown hands to the epoch domain
 // (route snapshots, records, entries), which an old reader pins until its
 // grace period ends and which the retired-bytes cap counts.
+//
+// BM_GroupEvict/size:<n>: group eviction as a host runs it, through the
+// Evictor (census, ranking, one group commit per victim): each iteration
+// builds a fresh directory of 256 groups of n members (untimed) and times
+// one Evict call whose goal is every byte, which must evict all 256 groups.
+// Directory only: the shard-locked baseline has no eviction kernel (its
+// nearest equivalent, erasing a chosen group, is BM_GroupW4). Counters:
+// us_per_group, us_per_member, retired_bytes_per_group.
 
 #include <benchmark/benchmark.h>
 
@@ -22,6 +30,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +38,7 @@
 #include "bench/common/latency.h"
 #include "bench/directory/object_payload.h"
 #include "cairn/directory/group_directory.h"
+#include "cairn/tenant/eviction.h"
 
 namespace cairn::bench {
 namespace {
@@ -203,6 +213,57 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->ArgName("size")->Arg(8)->Arg(32)->Arg(128)->UseManualTime()->Unit(
       benchmark::kMicrosecond);
 }
+
+void BM_GroupEvict(benchmark::State& state) {
+  constexpr std::size_t kGroups = 256;
+  const std::size_t size = static_cast<std::size_t>(state.range(0));
+  const std::uint64_t bytes = kGroups * size * 4096;
+  double seconds = 0;
+  std::uint64_t retired = 0;
+  std::uint64_t cycles = 0;
+  for (auto _ : state) {
+    auto impl = std::make_unique<DirectoryImpl>(kGroups * size);
+    for (std::uint64_t g = 0; g < kGroups; ++g) {
+      const std::string group = Key("g", g);
+      for (std::uint64_t m = 0; m < size; ++m) {
+        if (!impl->CreateMember(group, Key("m", g * 256 + m), g)) std::abort();
+      }
+    }
+    const std::uint64_t retired_before = impl->RetiredBytes();
+    Evictor<ObjectPayload> evictor;
+    GroupDirectory<ObjectPayload>* dirs[] = {&impl->dir};
+    const auto start = std::chrono::steady_clock::now();
+    const EvictionResult result = evictor.Evict(
+        dirs, bytes, 0, Evictor<ObjectPayload>::Measure::kSizeBytes);
+    const auto stop = std::chrono::steady_clock::now();
+    if (result.evicted_groups != kGroups) {
+      state.SkipWithError("Evict left groups behind");
+      break;
+    }
+    const double t = std::chrono::duration<double>(stop - start).count();
+    state.SetIterationTime(t);
+    seconds += t;
+    retired += impl->RetiredBytes() - retired_before;
+    ++cycles;
+  }
+  if (cycles != 0) {
+    const double groups = static_cast<double>(cycles * kGroups);
+    state.counters["us_per_group"] = seconds * 1e6 / groups;
+    state.counters["us_per_member"] =
+        seconds * 1e6 / (groups * static_cast<double>(size));
+    state.counters["retired_bytes_per_group"] =
+        static_cast<double>(retired) / groups;
+  }
+  state.counters["members"] = static_cast<double>(size);
+}
+BENCHMARK(BM_GroupEvict)
+    ->ArgName("size")
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Iterations(5)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_TEMPLATE(BM_GroupW4, DirectoryImpl)
     ->Name("BM_GroupW4/directory")

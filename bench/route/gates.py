@@ -148,6 +148,14 @@ def churn(ctx):
         if n != 1_000_000:  # only the 1M ratio is a goal; the others are figures
             record["verdict"] = "report"
         records.append(record)
+    records.append(ctx.gate(
+        "route.W5.churn_p99",
+        "W5 p99 per create+delete pair, 1,000,000 objects", THREADS, 1_000_000,
+        "epoch", "shard", med("epoch", 1_000_000, "p99_pair_ns"),
+        med("shard", 1_000_000, "p99_pair_ns"), "ns per pair (p99)",
+        higher_is_better=False, goal_value=1.5, criterion=None,
+        note=(f"epoch {med('epoch', 1_000_000, 'p99_pair_ns') / 1e3:.1f} us vs "
+              f"shard {med('shard', 1_000_000, 'p99_pair_ns') / 1e3:.1f} us")))
     largest = sizes[-1]
     records.append(ctx.gate(
         "route.W5.copy_growth",
