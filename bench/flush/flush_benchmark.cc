@@ -9,8 +9,11 @@
 //   BM_FlushX4Sweep/<metadata ahead>_<bucket ahead>/<population>/<maps>
 //   BM_FlushX4Block/<serial|staged>/<population>/<maps>
 //       the sliced pass under a mutex (512 receipts per slice); counters
-//       locked_ns_per_block (time the lock is held per block) and
-//       max_slice_ns.
+//       locked_ns_per_block (mean time the lock is held per block),
+//       locked_p50_ns / locked_p99_ns / locked_max_ns (that time's
+//       distribution over the blocks), slice_p50_ns / slice_p99_ns (each
+//       block's longest single hold, over the blocks) and max_slice_ns (the
+//       longest single hold of the run).
 //   BM_FlushX5Set/<off|on|watermark>/<keys>/real_time, BM_FlushX5Get/...
 //       LogStore on a real file (fdatasync on) in $CAIRN_BENCH_DIR or /tmp:
 //       1 KiB values over `keys` keys, 8 MiB blocks, a writer flushes as
@@ -163,6 +166,10 @@ void RunBlock(benchmark::State& state, std::size_t population, std::size_t maps,
   std::size_t b = 0;
   std::uint64_t locked = 0;
   std::uint64_t max_slice = 0;
+  std::vector<std::uint64_t> block_locked;
+  std::vector<std::uint64_t> block_slice;
+  block_locked.reserve(1 << 16);
+  block_slice.reserve(1 << 16);
   for (auto _ : state) {
     const auto stats = cairn::ApplyReceiptsSliced(
         world.batches[b], world,
@@ -170,7 +177,24 @@ void RunBlock(benchmark::State& state, std::size_t population, std::size_t maps,
         options, &mu);
     locked += stats.locked_nanos;
     max_slice = std::max(max_slice, stats.max_slice_nanos);
+    if (block_locked.size() < block_locked.capacity()) {
+      block_locked.push_back(stats.locked_nanos);
+      block_slice.push_back(stats.max_slice_nanos);
+    }
     b = (b + 1) % kBatches;
+  }
+  // Quantiles over the blocks (nearest rank), from a sorted copy.
+  auto quantile = [](std::vector<std::uint64_t>& v, double q) {
+    std::sort(v.begin(), v.end());
+    return static_cast<double>(
+        v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))]);
+  };
+  if (!block_locked.empty()) {
+    state.counters["locked_p50_ns"] = quantile(block_locked, 0.5);
+    state.counters["locked_p99_ns"] = quantile(block_locked, 0.99);
+    state.counters["locked_max_ns"] = static_cast<double>(block_locked.back());
+    state.counters["slice_p50_ns"] = quantile(block_slice, 0.5);
+    state.counters["slice_p99_ns"] = quantile(block_slice, 0.99);
   }
   state.SetItemsProcessed(
       static_cast<std::int64_t>(state.iterations() * kPerBlock));

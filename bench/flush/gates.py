@@ -51,12 +51,24 @@ def run(ctx):
     serial = ctx.median(runs, f"BM_FlushX4Block/serial/{pop}/1", field=field)
     slice_staged = ctx.median(runs, f"BM_FlushX4Block/staged/{pop}/1", field="max_slice_ns")
     slice_serial = ctx.median(runs, f"BM_FlushX4Block/serial/{pop}/1", field="max_slice_ns")
+
+    def hold(impl, what, with_max=True):
+        """Hold-time quantiles over the blocks, in us, as a/b[/c]."""
+        name = f"BM_FlushX4Block/{impl}/{pop}/1"
+        parts = [ctx.median(runs, name, field=f"{what}_p50_ns"),
+                 ctx.median(runs, name, field=f"{what}_p99_ns")]
+        if with_max:
+            parts.append(ctx.median(runs, name, field=f"{what}_max_ns"))
+        return "/".join(f"{p / 1e3:.0f}" for p in parts) + " us"
     records.append(ctx.gate(
         "flush.X4.critical_section", "X4 time the partition lock is held per 8 MiB block "
         "(sliced pass, 512 receipts per slice), one map", 1, pop, "staged", "serial",
         staged, serial, "ns/block", False, 0.5,
-        note=(f"per block {staged/1e6:.3f} ms staged vs {serial/1e6:.3f} ms serial; "
-              f"longest single hold {slice_staged/1e3:.0f} us vs {slice_serial/1e3:.0f} us")))
+        note=(f"per block {staged/1e6:.3f} ms staged vs {serial/1e6:.3f} ms serial "
+              f"(p50/p99/max {hold('staged', 'locked')} vs {hold('serial', 'locked')}); "
+              f"longest hold per block p50/p99 {hold('staged', 'slice', False)} vs "
+              f"{hold('serial', 'slice', False)}; longest single hold "
+              f"{slice_staged/1e3:.0f} us vs {slice_serial/1e3:.0f} us")))
 
     runs = ctx.run_bench(BINARY, f"BM_FlushX4Sweep/.*/{pop}/1$", repetitions=3, min_time=0.2)
     sweep = {}
