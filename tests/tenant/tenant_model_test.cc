@@ -83,8 +83,8 @@ struct OpenTicket {
 
 TEST(TenantModelTest, Q2V1RandomOperationsAgreeWithModel) {
   // Never fewer than 20,000: the check at the end that every kind of step
-  // ran needs about that many (a smaller CAIRN_STRESS_SCALE only adds no
-  // steps; under 0.2 some kinds never came up).
+  // ran needs about that many. A CAIRN_STRESS_SCALE above 1 adds steps; a
+  // smaller one removes none (at 0.2 and below some kinds never came up).
   const int kSteps = std::max(20000, testing::StressIterations(20000));
   std::mt19937_64 rng(12345);
   ManualClock clock;
