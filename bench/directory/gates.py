@@ -147,8 +147,12 @@ def group_gates(ctx, plan):
     eviction kernel)."""
     runs = ctx.run_bench(GROUP_BINARY, "BM_GroupW4/", repetitions=plan.reps,
                          min_time=plan.min_time)
-    evict_runs = ctx.run_bench(GROUP_BINARY, "BM_GroupEvict/",
-                               repetitions=plan.reps, min_time=plan.min_time)
+    try:  # reported only: its failure must not cost the gate above
+        evict_runs = ctx.run_bench(GROUP_BINARY, "BM_GroupEvict/",
+                                   repetitions=plan.reps, min_time=plan.min_time)
+    except Exception as e:  # pylint: disable=broad-except
+        ctx.progress(f"BM_GroupEvict not measured: {e}")
+        evict_runs = None
     name = "BM_GroupW4/{}/size:{}/manual_time"
     rate = {}
     figures = []
@@ -166,13 +170,18 @@ def group_gates(ctx, plan):
             f"{ctx.median(runs, d, 'retired_bytes_per_teardown') / 1024:.1f} KiB "
             f"per teardown")
     evict = "BM_GroupEvict/size:{}/iterations:5/manual_time"
-    figures.append(
-        "eviction (Evictor, 256 groups, goal every byte): " + ", ".join(
-            f"size {size} {ctx.median(evict_runs, evict.format(size), 'us_per_group'):.1f} "
-            f"us per group ({ctx.median(evict_runs, evict.format(size), 'us_per_member'):.2f} "
-            f"per member, retired "
-            f"{ctx.median(evict_runs, evict.format(size), 'retired_bytes_per_group') / 1024:.1f} KiB)"
-            for size in (8, 32, 128)))
+    try:
+        if evict_runs is None:
+            raise KeyError("no runs")
+        figures.append(
+            "eviction (Evictor, 256 groups, goal every byte): " + ", ".join(
+                f"size {size} {ctx.median(evict_runs, evict.format(size), 'us_per_group'):.1f} "
+                f"us per group ({ctx.median(evict_runs, evict.format(size), 'us_per_member'):.2f} "
+                f"per member, retired "
+                f"{ctx.median(evict_runs, evict.format(size), 'retired_bytes_per_group') / 1024:.1f} KiB)"
+                for size in (8, 32, 128)))
+    except (KeyError, ValueError) as e:
+        figures.append(f"eviction: not measured ({e})")
     return [ctx.gate(
         "route.W4.group_teardown",
         "EraseGroup of a 32-member group (created untimed just before), one "

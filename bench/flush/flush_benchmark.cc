@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -183,13 +184,15 @@ void RunBlock(benchmark::State& state, std::size_t population, std::size_t maps,
     }
     b = (b + 1) % kBatches;
   }
-  // Quantiles over the blocks (nearest rank), from a sorted copy.
-  auto quantile = [](std::vector<std::uint64_t>& v, double q) {
-    std::sort(v.begin(), v.end());
-    return static_cast<double>(
-        v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))]);
+  // Nearest-rank quantile of a sorted, non-empty vector.
+  auto quantile = [](const std::vector<std::uint64_t>& sorted, double q) {
+    const auto rank = static_cast<std::size_t>(
+        std::ceil(q * static_cast<double>(sorted.size())));
+    return static_cast<double>(sorted[std::max<std::size_t>(rank, 1) - 1]);
   };
   if (!block_locked.empty()) {
+    std::sort(block_locked.begin(), block_locked.end());
+    std::sort(block_slice.begin(), block_slice.end());
     state.counters["locked_p50_ns"] = quantile(block_locked, 0.5);
     state.counters["locked_p99_ns"] = quantile(block_locked, 0.99);
     state.counters["locked_max_ns"] = static_cast<double>(block_locked.back());
