@@ -47,9 +47,14 @@ def run(ctx):
         "epoch.retire.scaling_2t",
         "Retire of a 64-byte node into one shared domain, amortised reclaim included",
         2, None, "cairn 2 threads", "cairn 1 thread", retire_2, retire_1, "retires/s",
-        higher_is_better=True, goal_value=1.5,
+        higher_is_better=True, goal_value=1.8,
         note=(f"1 thread {retire_1 / 1e6:.1f} M/s, 2 threads {retire_2 / 1e6:.1f} M/s, "
               f"8 threads {retire_8 / 1e6:.1f} M/s")))
+    records.append(ctx.gate(
+        "epoch.retire.scaling_8t",
+        "Retire of a 64-byte node into one shared domain, 8 threads on the machine's cores",
+        8, None, "cairn 8 threads", "cairn 1 thread", retire_8, retire_1, "retires/s",
+        higher_is_better=True, goal_value=1.5))
 
     have_urcu = any(r["run_name"].startswith("BM_EpochGuard/urcu_memb") for r in runs)
     if have_urcu:

@@ -99,12 +99,27 @@ struct Retired {
 inline constexpr std::size_t kBagCapacity = 64;
 
 struct Block {
-  Block* next = nullptr;    // the list, the pool, or a batch being freed
+  Block* next = nullptr;    // a sealed list, a pool, or a batch being freed
   std::uint64_t epoch = 0;  // global epoch read after every unlink in it
-  std::uint64_t seq = 0;    // retirement order of items[0]; then +1 each
+  std::uint64_t seq = 0;    // on the shared list: retirement order of items[0]
   std::size_t count = 0;
+  // On a bag's sealed list: items[0, done) have had their deleters run.
+  // Read and written only by the thread that claimed the bag (`freeing`).
+  std::size_t done = 0;
   std::array<Retired, kBagCapacity> items;
 };
+
+// Nodes one owner step frees at most (FreeBag): the reclamation work a
+// single Retire() or ReclaimIfDue() does on its own bag, so that no write
+// pays for a whole block of deleters.
+inline constexpr std::size_t kStepNodes = 8;
+// Free blocks a bag keeps for its own next seals, beyond which freed blocks
+// go back to the domain's pool.
+inline constexpr std::size_t kBagSpares = 2;
+
+// Work a retirement left for the calling thread (Bag::due).
+inline constexpr std::uint8_t kPassDue = 1;  // reclaim_every retires sealed
+inline constexpr std::uint8_t kStepDue = 2;  // the bag's oldest block expired
 
 // A batch cut from the list whose deleters are running (Barrier() waits for
 // it). Lives on the stack of the thread running them.
@@ -115,18 +130,44 @@ struct InFlight {
   InFlight* next;
 };
 
-// One thread's retirements, not yet on the domain's list: Retire() appends
-// to the bag's block under the bag's own (normally uncontended) lock, and
-// the block is sealed onto the list with one epoch read when it is full, on
-// the host's TryReclaim(), under back-pressure, in Barrier() and Shutdown(),
-// and at thread exit (the pass a full bag runs seals only that bag). Its
-// nodes' bytes were charged to the cap before they entered (E4). Bags belong
-// to the core and are never freed before it; a departed thread's bag is
-// reused by the next thread that retires.
+// One thread's retirements. Retire() appends to the bag's open block under
+// the bag's own (normally uncontended) lock; the block is sealed, with one
+// epoch read, onto the bag's own sealed list when it is full, on the host's
+// TryReclaim(), under back-pressure, in Barrier() and Shutdown(), and at
+// thread exit. The owner frees its expired sealed blocks itself, at most
+// kStepNodes deleters per Retire() or ReclaimIfDue(); host passes free every
+// bag's. Its nodes' bytes were charged to the cap before they entered (E4).
+// Bags belong to the core and are never freed before it; a departed
+// thread's bag is reused by the next thread that retires, and its sealed
+// blocks are freed by the passes of other threads meanwhile ("orphaned").
 struct alignas(128) Bag {
   Mutex mu;
-  // Null until the next push after a seal gives it one (from the pool).
+  // Null until the next push after a seal gives it one.
   Block* block CAIRN_GUARDED_BY(mu) = nullptr;
+  // Sealed blocks in stamp order (seals are serialised by mu and the global
+  // epoch only rises). The head leaves only once all its deleters ran, so
+  // "head null or stamped after E" means every node stamped <= E is freed.
+  Block* sealed_head CAIRN_GUARDED_BY(mu) = nullptr;
+  Block* sealed_tail CAIRN_GUARDED_BY(mu) = nullptr;
+  Block* spare CAIRN_GUARDED_BY(mu) = nullptr;  // up to kBagSpares blocks
+  std::size_t spares CAIRN_GUARDED_BY(mu) = 0;
+  std::uint32_t retires_since_pass CAIRN_GUARDED_BY(mu) = 0;
+  // Nodes sealed and not yet freed. Written under mu; read relaxed.
+  std::atomic<std::size_t> sealed_pending{0};
+  // Set while one thread runs deleters of the sealed head (ClaimExpired):
+  // one freer per bag, so blocks are freed in order.
+  bool freeing CAIRN_GUARDED_BY(mu) = false;
+  // kPassDue | kStepDue left by a deferred retirement for ReclaimIfDue().
+  // Written and read by the owning thread only.
+  std::atomic<std::uint8_t> due{0};
+  // A departed thread's bag that still holds sealed nodes. Written under the
+  // registry lock; read relaxed by sweeps.
+  std::atomic<bool> orphaned{false};
+  // Metrics, summed over bags by VisitMetrics(), read relaxed: passes is
+  // counted by the owner's passes, the others are written under mu.
+  std::atomic<std::uint64_t> passes{0};
+  std::atomic<std::uint64_t> reclaimed_count{0};
+  std::atomic<std::uint64_t> reclaimed_bytes{0};
   // Nodes in `block`. Written under mu; read relaxed to skip empty bags
   // without locking.
   std::atomic<std::size_t> size{0};
@@ -198,6 +239,9 @@ class DomainCore {
       MutexLock lock(&b->mu);
       RunDeleters(b->block);
       DeleteChain(std::exchange(b->block, nullptr));
+      RunDeleters(b->sealed_head);
+      DeleteChain(std::exchange(b->sealed_head, nullptr));
+      DeleteChain(std::exchange(b->spare, nullptr));
     }
     {
       MutexLock lock(&retire_mu_);
@@ -336,17 +380,21 @@ class DomainCore {
     if (bag != nullptr) {
       bool room = false;
       bool charged = false;
-      bool reclaim = false;
+      std::uint8_t work = 0;
+      Block* claimed = nullptr;
       for (int attempt = 0; attempt < 2 && !room; ++attempt) {
-        if (attempt > 0) TryReclaim(/*seal_all=*/false);
+        if (attempt > 0) RunOwnerWork(bag, kPassDue);  // refills the pool
         MutexLock lock(&bag->mu);
         room = EnsureBlock(bag);
         charged = room && TakeCredit(bag, bytes);
-        if (charged) reclaim = Push(bag, Retired{ptr, deleter, bytes});
+        if (charged) {
+          work = Push(bag, Retired{ptr, deleter, bytes});
+          if ((work & kStepDue) != 0) claimed = ClaimExpired(bag);
+        }
       }
       if (!room) return OutOfMemory();
       if (charged) {
-        if (reclaim) TryReclaim(/*seal_all=*/false);
+        RunOwnerWork(bag, work, claimed);
         return Status::Ok();
       }
     }
@@ -376,7 +424,7 @@ class DomainCore {
         return ResourceExhaustedError();
       }
       unlink(arg);
-      reclaim = Push(bag, Retired{ptr, deleter, bytes});
+      Defer(bag, Push(bag, Retired{ptr, deleter, bytes}));
     } else {
       if (!TryCharge(bytes)) return ResourceExhaustedError();
       if (!AppendOne(Retired{ptr, deleter, bytes}, /*pledged=*/false, &reclaim,
@@ -435,15 +483,45 @@ class DomainCore {
     return PopPool();
   }
 
-  // A free block: from the pool if it has one nobody pledged, else new.
-  // Null when out of memory. Allocating under the caller's bag lock is
-  // fine: the allocator takes no cairn lock.
-  Block* TakeBlock() {
+  // A free block for `bag`: its own spare, else one from the pool nobody
+  // pledged, else new. Null when out of memory. Allocating under the bag's
+  // lock is fine: the allocator takes no cairn lock.
+  Block* TakeBlock(Bag* bag) CAIRN_REQUIRES(bag->mu) {
+    if (Block* block = PopSpare(bag)) return block;
     {
       MutexLock lock(&retire_mu_);
       if (Block* block = PopUnpledged()) return block;
     }
     return new (std::nothrow) Block;
+  }
+
+  static Block* PopSpare(Bag* bag) CAIRN_REQUIRES(bag->mu) {
+    Block* block = bag->spare;
+    if (block == nullptr) return nullptr;
+    bag->spare = block->next;
+    --bag->spares;
+    block->next = nullptr;
+    block->count = 0;
+    block->done = 0;
+    return block;
+  }
+
+  // A block whose deleters all ran: kept as `bag`'s spare, else pooled,
+  // else deleted (returned, for the caller to delete with no lock held).
+  Block* ReturnBlock(Bag* bag, Block* block) CAIRN_REQUIRES(bag->mu) {
+    if (bag->spares < kBagSpares) {
+      block->next = bag->spare;
+      bag->spare = block;
+      ++bag->spares;
+      return nullptr;
+    }
+    MutexLock lock(&retire_mu_);
+    if (unpledged_.load(std::memory_order_relaxed) < kPoolBlocks) {
+      PushPool(block);
+      Unpledge();  // after the push, under the lock: see PopUnpledged
+      return nullptr;
+    }
+    return block;
   }
 
   // --- bags ---------------------------------------------------------------
@@ -463,6 +541,10 @@ class DomainCore {
       bags_head_.store(bag, std::memory_order_release);
     }
     bag->in_use.store(true, std::memory_order_relaxed);
+    if (bag->orphaned.load(std::memory_order_relaxed)) {
+      bag->orphaned.store(false, std::memory_order_relaxed);
+      orphans_.fetch_sub(1, std::memory_order_relaxed);
+    }
     return bag;
   }
 
@@ -476,6 +558,11 @@ class DomainCore {
     }
     MutexLock lock(&registry_mu_);
     bag->in_use.store(false, std::memory_order_relaxed);
+    if (bag->sealed_pending.load(std::memory_order_relaxed) != 0 &&
+        !bag->orphaned.load(std::memory_order_relaxed)) {
+      bag->orphaned.store(true, std::memory_order_relaxed);
+      orphans_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   // A charged node into the calling thread's bag, or straight onto the list
@@ -484,42 +571,88 @@ class DomainCore {
   // memory; never with `pledged` (the pledged block is used then).
   bool Append(Bag* bag, Retired r, bool pledged, bool defer) {
     bool reclaim = false;
+    std::uint8_t work = 0;
     if (bag == nullptr) {
       if (!AppendOne(r, pledged, &reclaim)) return false;
       pledged = false;  // used or handed back by AppendOne
     } else {
       MutexLock lock(&bag->mu);
       if (bag->block == nullptr) {
-        bag->block = pledged ? TakePledged() : TakeBlock();
+        bag->block = pledged ? TakePledged() : TakeBlock(bag);
         pledged = false;
         if (bag->block == nullptr) return false;
       }
-      reclaim = Push(bag, r);
+      work = Push(bag, r);
+      if (defer) Defer(bag, std::exchange(work, 0));
     }
+    Block* claimed = nullptr;
     if (pledged) Unpledge();
-    if (!reclaim) return true;
-    if (defer) {
-      reclaim_due_.store(true, std::memory_order_relaxed);
-    } else {
-      TryReclaim(/*seal_all=*/false);
+    if (reclaim) {
+      if (defer) {
+        reclaim_due_.store(true, std::memory_order_relaxed);
+      } else {
+        TryReclaim(/*seal_all=*/false);
+      }
     }
+    if (work != 0) RunOwnerWork(bag, work, claimed);
     return true;
   }
 
-  std::size_t ReclaimIfDue() {
-    if (!reclaim_due_.load(std::memory_order_relaxed)) return 0;
-    reclaim_due_.store(false, std::memory_order_relaxed);
-    return TryReclaim(/*seal_all=*/false);
+  // The work deferred retirements left: the calling thread's bag's (`bag`,
+  // null if it has none) and a pass a bagless retirement made due.
+  std::size_t ReclaimIfDue(Bag* bag) {
+    std::size_t freed = 0;
+    if (bag != nullptr) {
+      const std::uint8_t work = bag->due.load(std::memory_order_relaxed);
+      if (work != 0) {
+        bag->due.store(0, std::memory_order_relaxed);
+        freed += RunOwnerWork(bag, work);
+      }
+    }
+    if (reclaim_due_.load(std::memory_order_relaxed)) {
+      reclaim_due_.store(false, std::memory_order_relaxed);
+      freed += TryReclaim(/*seal_all=*/false);
+    }
+    return freed;
+  }
+
+  // Leaves `work` for the owner's next ReclaimIfDue().
+  static void Defer(Bag* bag, std::uint8_t work) CAIRN_REQUIRES(bag->mu) {
+    if (work == 0) return;
+    bag->due.store(bag->due.load(std::memory_order_relaxed) | work,
+                   std::memory_order_relaxed);
+  }
+
+  // What a retirement on `bag` made due, run by its owner with no lock
+  // held: a pass (advance the epoch, free the shared list and departed
+  // threads' bags), then one bounded step over the bag's own expired nodes
+  // (starting at `claimed` if the caller already claimed the bag's head).
+  std::size_t RunOwnerWork(Bag* bag, std::uint8_t work,
+                           Block* claimed = nullptr) {
+    std::size_t freed = 0;
+    if ((work & kPassDue) != 0) freed += TryReclaim(/*seal_all=*/false, bag);
+    if (claimed != nullptr) {
+      freed += FreeClaimed(bag, claimed, kStepNodes, /*owner=*/true);
+    } else if (work != 0) {
+      freed += FreeBag(bag, kStepNodes, /*owner=*/true);
+    }
+    return freed;
   }
 
   // --- reclamation ------------------------------------------------------
 
   // One reclaim pass: advance the epoch up to twice and free what expired.
-  // The host's TryReclaim(), back-pressure and Barrier() first seal every
-  // thread's bag (E2, E3); the pass a full bag triggers (`seal_all` false)
-  // does not, so retiring threads never lock each other's bags.
-  std::size_t TryReclaim(bool seal_all = true) {
-    reclaim_passes_.fetch_add(1, std::memory_order_relaxed);
+  // The host's TryReclaim(), back-pressure and Barrier() (`seal_all`) first
+  // seal every thread's bag (E2, E3) and then free every bag's expired
+  // nodes. The pass a retirement makes due (`seal_all` false) frees only
+  // the shared list and departed threads' bags: retiring threads never
+  // touch each other's bags, and each frees its own in bounded steps.
+  std::size_t TryReclaim(bool seal_all = true, Bag* counted_by = nullptr) {
+    if (counted_by != nullptr) {
+      counted_by->passes.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      reclaim_passes_.fetch_add(1, std::memory_order_relaxed);
+    }
     if (seal_all) SealAllBags();
     std::vector<StallReport> reports;
     if (advance_mu_.TryLock()) {
@@ -527,7 +660,20 @@ class DomainCore {
       }
       advance_mu_.Unlock();
     }
-    const std::size_t freed = FreeExpired();
+    std::size_t freed = 0;
+    if (retired_count_.load(std::memory_order_relaxed) != 0) {
+      freed += FreeExpired();
+    }
+    if (seal_all) {
+      for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+           b = b->next) {
+        if (b->sealed_pending.load(std::memory_order_relaxed) != 0) {
+          freed += FreeBag(b, SIZE_MAX, /*owner=*/false);
+        }
+      }
+    } else if (orphans_.load(std::memory_order_relaxed) != 0) {
+      freed += SweepOrphans(kStepNodes);
+    }
     Emit(reports);
     return freed;
   }
@@ -541,6 +687,10 @@ class DomainCore {
     }
     barriers_.fetch_add(1, std::memory_order_relaxed);
     SealAllBags();
+    // Every node retired before the call is now on the shared list below
+    // `target`, or in a bag's sealed block stamped at most `stamped`.
+    const std::uint64_t stamped =
+        read_side.global_epoch.load(std::memory_order_acquire);
     std::uint64_t target;
     {
       MutexLock lock(&retire_mu_);
@@ -551,7 +701,7 @@ class DomainCore {
     Backoff backoff;
     while (true) {
       TryReclaim();
-      if (FreedBelow(target)) return Status::Ok();
+      if (FreedBelow(target) && BagsFreedThrough(stamped)) return Status::Ok();
       if (bounded && SteadyNanos() >= deadline) {
         barrier_timeouts_.fetch_add(1, std::memory_order_relaxed);
         return WithMessage(StatusCode::kDeadlineExceeded, [&] {
@@ -649,6 +799,12 @@ class DomainCore {
     t->reclaim_passes = reclaim_passes_.load(std::memory_order_relaxed);
     t->reclaimed_count = reclaimed_count_.load(std::memory_order_relaxed);
     t->reclaimed_bytes = reclaimed_bytes_.load(std::memory_order_relaxed);
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      t->reclaim_passes += b->passes.load(std::memory_order_relaxed);
+      t->reclaimed_count += b->reclaimed_count.load(std::memory_order_relaxed);
+      t->reclaimed_bytes += b->reclaimed_bytes.load(std::memory_order_relaxed);
+    }
     t->barriers = barriers_.load(std::memory_order_relaxed);
     t->barrier_timeouts = barrier_timeouts_.load(std::memory_order_relaxed);
     t->cap_wait = cap_wait_.Snapshot();
@@ -682,6 +838,20 @@ class DomainCore {
         }
         b->block->count = 0;  // dropped (leaked)
       }
+      for (Block* block = b->sealed_head; block != nullptr;
+           block = block->next) {
+        for (std::size_t i = block->done; i < block->count; ++i) {
+          bytes += block->items[i].bytes;
+        }
+      }
+      if (b->sealed_tail != nullptr) {
+        b->sealed_tail->next = forked_leftovers;
+        forked_leftovers = b->sealed_head;
+      }
+      b->sealed_head = b->sealed_tail = nullptr;
+      b->sealed_pending.store(0, std::memory_order_relaxed);
+      b->freeing = false;
+      b->due.store(0, std::memory_order_relaxed);
       b->size.store(0, std::memory_order_relaxed);
       bytes += b->credit.exchange(0, std::memory_order_relaxed);
     }
@@ -736,8 +906,9 @@ class DomainCore {
   // ordering" in docs/concurrency.md). That is a store followed by a load of
   // another location, which only a full barrier orders: a seq_cst fence in
   // the C++ model (`mfence` or a locked instruction on x86, `dmb ish` on
-  // ARMv8). Called under retire_mu_ so the list stays sorted by epoch.
-  std::uint64_t StampEpoch() CAIRN_REQUIRES(retire_mu_) {
+  // ARMv8). Called under the lock of the list it stamps for (a bag's, or
+  // retire_mu_), so each list stays sorted by epoch.
+  std::uint64_t StampEpoch() {
 #if CAIRN_EPOCH_UNDER_TSAN
     // ThreadSanitizer does not model fences (GCC rejects them under
     // -fsanitize=thread -Werror) and cannot check store-load order at all;
@@ -752,17 +923,28 @@ class DomainCore {
   // Gives `bag` a block if it has none (a bag's block is never full: it is
   // sealed as it fills). False when out of memory.
   bool EnsureBlock(Bag* bag) CAIRN_REQUIRES(bag->mu) {
-    if (bag->block == nullptr) bag->block = TakeBlock();
+    if (bag->block == nullptr) bag->block = TakeBlock(bag);
     return bag->block != nullptr;
   }
 
   // Adds a charged node to `bag`'s block (EnsureBlock() first), sealing it
-  // when full. True if a reclaim pass fell due.
-  bool Push(Bag* bag, Retired r) CAIRN_REQUIRES(bag->mu) {
+  // when full. Returns the work that fell due for the owner: kPassDue after
+  // reclaim_every sealed retirements, kStepDue while the bag's oldest
+  // sealed block has expired and nobody is freeing it.
+  std::uint8_t Push(Bag* bag, Retired r) CAIRN_REQUIRES(bag->mu) {
     Block* block = bag->block;
     block->items[block->count++] = r;
     bag->size.store(block->count, std::memory_order_relaxed);
-    return block->count >= bag_capacity_ && Seal(bag);
+    std::uint8_t work = 0;
+    if (block->count >= bag_capacity_ && Seal(bag)) work |= kPassDue;
+    const Block* head = bag->sealed_head;
+    if (head != nullptr &&
+        head->epoch + 2 <=
+            read_side.global_epoch.load(std::memory_order_relaxed) &&
+        !bag->freeing) {
+      work |= kStepDue;
+    }
+    return work;
   }
 
   // Takes `bytes` from the bag's credit, refilling it from the cap first if
@@ -805,21 +987,144 @@ class DomainCore {
     return charged > credit ? charged - credit : 0;
   }
 
-  // Moves `bag`'s block onto the list: pointers only, so sealing never
-  // fails. The bag takes a spare block from the pool if there is one, else
-  // its next push finds one. True if a reclaim pass fell due.
+  // Stamps `bag`'s open block and moves it to the tail of the bag's sealed
+  // list: pointers only, so sealing never fails and takes no shared lock.
+  // The bag takes one of its spare blocks if it has one, else its next push
+  // finds one. True if a reclaim pass fell due.
   bool Seal(Bag* bag) CAIRN_REQUIRES(bag->mu) {
     Block* block = bag->block;
     if (block == nullptr || block->count == 0) return false;
-    MutexLock lock(&retire_mu_);
     block->epoch = StampEpoch();
-    block->seq = next_seq_;
-    next_seq_ += block->count;
-    Link(block);
-    bag->block = PopUnpledged();
+    block->done = 0;
+    block->next = nullptr;
+    if (bag->sealed_tail != nullptr) {
+      bag->sealed_tail->next = block;
+    } else {
+      bag->sealed_head = block;
+    }
+    bag->sealed_tail = block;
+    bag->sealed_pending.store(
+        bag->sealed_pending.load(std::memory_order_relaxed) + block->count,
+        std::memory_order_relaxed);
+    bag->block = PopSpare(bag);
     bag->size.store(0, std::memory_order_relaxed);
-    retired_count_.fetch_add(block->count, std::memory_order_relaxed);
-    return CountRetires(block->count);
+    bag->retires_since_pass += static_cast<std::uint32_t>(block->count);
+    if (bag->retires_since_pass < options_.reclaim_every) return false;
+    bag->retires_since_pass = 0;
+    return true;
+  }
+
+  // Runs the deleters of up to `budget` expired nodes of `bag`, oldest
+  // first, with no lock held. One thread at a time frees a bag (it claims
+  // the bag's head under the bag's lock); a caller that finds the bag
+  // claimed returns 0, as does a deleter that retires into its own
+  // thread's bag. The freed bytes go back to the cap, or, for the owner
+  // (`owner`), into its bag's credit up to two refills' worth, so its next
+  // retirements charge nothing shared.
+  std::size_t FreeBag(Bag* bag, std::size_t budget, bool owner) {
+    Block* head;
+    {
+      MutexLock lock(&bag->mu);
+      head = ClaimExpired(bag);
+    }
+    return head == nullptr ? 0 : FreeClaimed(bag, head, budget, owner);
+  }
+
+  // The bag's oldest sealed block if its grace period has passed and no
+  // other thread is freeing the bag, which is then claimed by the caller;
+  // else null.
+  Block* ClaimExpired(Bag* bag) CAIRN_REQUIRES(bag->mu) {
+    Block* head = bag->sealed_head;
+    if (bag->freeing || head == nullptr ||
+        head->epoch + 2 >
+            read_side.global_epoch.load(std::memory_order_acquire)) {
+      return nullptr;
+    }
+    bag->freeing = true;
+    return head;
+  }
+
+  // FreeBag() from a claimed head. A block leaves the sealed list only
+  // after its last deleter ran (Barrier relies on that); the claim is
+  // dropped when the budget is spent or no expired block is left.
+  std::size_t FreeClaimed(Bag* bag, Block* head, std::size_t budget,
+                          bool owner) {
+    std::size_t freed = 0;
+    while (head != nullptr) {
+      const std::size_t begin = head->done;
+      const std::size_t n = std::min(head->count - begin, budget - freed);
+      std::size_t bytes = 0;
+      for (std::size_t i = begin; i < begin + n; ++i) {
+        head->items[i].deleter(head->items[i].ptr);
+        bytes += head->items[i].bytes;
+      }
+      head->done = begin + n;
+      freed += n;
+      Block* surplus = nullptr;
+      std::size_t uncharge = bytes;
+      {
+        MutexLock lock(&bag->mu);
+        bag->sealed_pending.store(
+            bag->sealed_pending.load(std::memory_order_relaxed) - n,
+            std::memory_order_relaxed);
+        bag->reclaimed_count.store(
+            bag->reclaimed_count.load(std::memory_order_relaxed) + n,
+            std::memory_order_relaxed);
+        bag->reclaimed_bytes.store(
+            bag->reclaimed_bytes.load(std::memory_order_relaxed) + bytes,
+            std::memory_order_relaxed);
+        if (owner && credit_chunk_ != 0) {
+          const std::size_t credit =
+              bag->credit.load(std::memory_order_relaxed) + bytes;
+          const std::size_t keep = std::min(credit, 2 * credit_chunk_);
+          bag->credit.store(keep, std::memory_order_relaxed);
+          uncharge = credit - keep;
+        }
+        if (head->done == head->count) {
+          bag->sealed_head = head->next;
+          if (bag->sealed_head == nullptr) bag->sealed_tail = nullptr;
+          surplus = ReturnBlock(bag, head);
+        }
+        bag->freeing = false;
+        head = freed < budget ? ClaimExpired(bag) : nullptr;
+      }
+      if (uncharge != 0) Uncharge(uncharge);
+      delete surplus;
+    }
+    return freed;
+  }
+
+  // Frees up to `budget` nodes that departed threads' bags hold (their
+  // threads cannot), from the pass a retirement makes due; a bag emptied
+  // stops being an orphan.
+  std::size_t SweepOrphans(std::size_t budget) {
+    std::size_t freed = 0;
+    for (Bag* b = bags_head_.load(std::memory_order_acquire);
+         b != nullptr && freed < budget; b = b->next) {
+      if (!b->orphaned.load(std::memory_order_relaxed)) continue;
+      freed += FreeBag(b, budget - freed, /*owner=*/false);
+      if (b->sealed_pending.load(std::memory_order_relaxed) != 0) continue;
+      MutexLock lock(&registry_mu_);
+      if (b->orphaned.load(std::memory_order_relaxed) &&
+          b->sealed_pending.load(std::memory_order_relaxed) == 0) {
+        b->orphaned.store(false, std::memory_order_relaxed);
+        orphans_.fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
+    return freed;
+  }
+
+  // True once no bag holds a sealed node stamped at most `epoch` whose
+  // deleter has not finished (Barrier()).
+  bool BagsFreedThrough(std::uint64_t epoch) {
+    for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
+         b = b->next) {
+      MutexLock lock(&b->mu);
+      if (b->sealed_head != nullptr && b->sealed_head->epoch <= epoch) {
+        return false;
+      }
+    }
+    return true;
   }
 
   // One charged node straight onto the list, for a thread without a bag:
@@ -878,6 +1183,7 @@ class DomainCore {
     pool_ = block->next;
     block->next = nullptr;
     block->count = 0;
+    block->done = 0;
     return block;
   }
 
@@ -893,9 +1199,10 @@ class DomainCore {
     return nullptr;
   }
 
+  // Runs every deleter not yet run (from `done`; an open block's is 0).
   static void RunDeleters(const Block* block) {
     for (; block != nullptr; block = block->next) {
-      for (std::size_t i = 0; i < block->count; ++i) {
+      for (std::size_t i = block->done; i < block->count; ++i) {
         block->items[i].deleter(block->items[i].ptr);
       }
     }
@@ -929,12 +1236,14 @@ class DomainCore {
     }
   }
 
-  // Nodes retired and not yet freed: on the list, in flight, or in a bag.
+  // Nodes retired and not yet freed: on the shared list, in flight, or in
+  // a bag (open or sealed).
   std::uint64_t RetiredCount() const {
     std::uint64_t count = retired_count_.load(std::memory_order_relaxed);
     for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
          b = b->next) {
-      count += b->size.load(std::memory_order_relaxed);
+      count += b->size.load(std::memory_order_relaxed) +
+               b->sealed_pending.load(std::memory_order_relaxed);
     }
     return count;
   }
@@ -942,7 +1251,10 @@ class DomainCore {
   bool BagsEmpty() const {
     for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
          b = b->next) {
-      if (b->size.load(std::memory_order_relaxed) != 0) return false;
+      if (b->size.load(std::memory_order_relaxed) != 0 ||
+          b->sealed_pending.load(std::memory_order_relaxed) != 0) {
+        return false;
+      }
     }
     return true;
   }
@@ -1172,7 +1484,9 @@ class DomainCore {
   Mutex registry_mu_;
 
   std::atomic<Slot*> slots_head_{nullptr};
-  std::atomic<Bag*> bags_head_{nullptr};     // linked under registry_mu_
+  std::atomic<Bag*> bags_head_{nullptr};  // linked under registry_mu_
+  // Bags marked orphaned (departed threads' bags with sealed nodes).
+  std::atomic<std::uint32_t> orphans_{0};
   std::size_t bag_capacity_ = kBagCapacity;  // min(64, reclaim_every)
   // A bag's credit refill beyond the bytes at hand: cap / 64, at most
   // 64 KiB, so credits held by idle threads stay a small part of the cap.
@@ -1300,6 +1614,16 @@ class BagCache {
     return bag;
   }
 
+  // This thread's bag for `core` if it has one; never allocates one.
+  Bag* Find(const std::shared_ptr<DomainCore>& core) const {
+    for (const Entry& e : entries_) {
+      if (!e.core.owner_before(core) && !core.owner_before(e.core)) {
+        return e.bag;
+      }
+    }
+    return nullptr;
+  }
+
  private:
   struct Entry {
     std::weak_ptr<DomainCore> core;
@@ -1320,6 +1644,17 @@ Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core) {
   }
   if (bag_cache_gone) return nullptr;
   return bag_cache.Bind(core);
+}
+
+// The calling thread's bag for `core`, or null if it has none.
+Bag* ThisThreadBagIfAny(const std::shared_ptr<DomainCore>& core) {
+  const LastBag& last = last_bag;
+  if (last.read_side == &core->read_side &&
+      last.nonce == core->read_side.nonce) {
+    return last.bag;
+  }
+  if (bag_cache_gone) return nullptr;
+  return bag_cache.Find(core);
 }
 
 }  // namespace epoch_internal
@@ -1514,7 +1849,9 @@ Status EpochDomain::TryUnlinkAndRetire(void* ptr, std::size_t bytes,
                                    bytes, deleter, unlink, arg);
 }
 
-std::size_t EpochDomain::ReclaimIfDue() { return core_->ReclaimIfDue(); }
+std::size_t EpochDomain::ReclaimIfDue() {
+  return core_->ReclaimIfDue(epoch_internal::ThisThreadBagIfAny(core_));
+}
 
 std::size_t EpochDomain::TryReclaim() { return core_->TryReclaim(); }
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -229,6 +230,115 @@ TEST_P(EpochDomainTest, E3BarrierTimesOutWhileAGuardPinsANode) {
   holder.Release();
   ASSERT_TRUE(domain.Barrier().ok());
   EXPECT_EQ(deletions.load(), 1);
+}
+
+// A deleter that blocks until the test releases it, so that a thread can
+// be caught in the middle of freeing its bag.
+struct Blocking {
+  std::atomic<bool>* entered;
+  std::atomic<bool>* release;
+  std::atomic<int>* deletions;
+};
+
+void DeleteBlocking(void* p) {
+  auto* node = static_cast<Blocking*>(p);
+  node->entered->store(true);
+  while (!node->release->load()) std::this_thread::yield();
+  node->deletions->fetch_add(1);
+  delete node;
+}
+
+// A thread frees its own bag's blocks a few deleters at a time; Barrier()
+// must wait for a block whose deleters that thread is still running, not
+// only for blocks still on a list.
+TEST_P(EpochDomainTest, E3BarrierWaitsForADeleterAnotherThreadIsRunning) {
+  EpochOptions options = Options();
+  options.reclaim_every = 1;  // the retire itself advances and frees
+  EpochDomain domain(options);
+  std::atomic<bool> entered{false};
+  std::atomic<bool> release{false};
+  std::atomic<int> deletions{0};
+  std::thread owner([&] {
+    auto* node = new Blocking{&entered, &release, &deletions};
+    ASSERT_TRUE(domain.Retire(node, 64, &DeleteBlocking).ok());
+  });
+  while (!entered.load()) std::this_thread::yield();
+  // The owner is inside the node's deleter, inside its own Retire().
+  EXPECT_EQ(domain.Barrier(milliseconds(20)).code(),
+            StatusCode::kDeadlineExceeded)
+      << "Barrier returned while a deleter of a node retired before it ran";
+  EXPECT_EQ(deletions.load(), 0);
+  release.store(true);
+  owner.join();
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 1);
+  EXPECT_EQ(domain.Diagnostics().retired_count, 0u);
+}
+
+// E11: a write pays for a bounded amount of reclamation. Retire() and
+// ReclaimIfDue() run at most kStepNodes (8) deleters of the calling
+// thread's expired retirements, plus at most 8 of departed threads', never
+// a whole block of 64; and that is enough to keep up: pending nodes stay
+// within a few blocks.
+TEST_P(EpochDomainTest, E11RetireRunsABoundedNumberOfDeleters) {
+  EpochOptions options = Options();
+  options.reclaim_every = 64;
+  EpochDomain domain(options);
+  std::atomic<int> deletions{0};
+  int most = 0;
+  std::uint64_t most_pending = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    const int before = deletions.load();
+    ASSERT_TRUE(RetireCounted(domain, &deletions).ok());
+    most = std::max(most, deletions.load() - before);
+    most_pending = std::max(most_pending, domain.Diagnostics().retired_count);
+  }
+  EXPECT_GT(deletions.load(), 19'000) << "owner steps fell behind";
+  EXPECT_LE(most, 8) << "one Retire() ran a whole batch of deleters";
+  EXPECT_LE(most_pending, 4u * 64) << "pending nodes grew past a few blocks";
+  // The deferred form: the work waits for ReclaimIfDue(), which is bounded
+  // the same way.
+  int most_deferred = 0;
+  int unlinks = 0;
+  auto unlink = [&] { ++unlinks; };
+  for (int i = 0; i < 20'000; ++i) {
+    auto* node = new Counted{&deletions};
+    const int before = deletions.load();
+    ASSERT_TRUE(
+        domain.TryUnlinkAndRetire(node, 64, &DeleteCounted, unlink).ok());
+    EXPECT_EQ(deletions.load(), before) << "a deferred retire ran a deleter";
+    domain.ReclaimIfDue();
+    most_deferred = std::max(most_deferred, deletions.load() - before);
+  }
+  EXPECT_EQ(unlinks, 20'000);
+  EXPECT_GT(deletions.load(), 39'000);
+  EXPECT_LE(most_deferred, 8);
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(deletions.load(), 40'000);
+}
+
+// A thread that exits leaves its sealed nodes in its bag; other threads'
+// retirements free them (a few per pass) without any host TryReclaim().
+TEST_P(EpochDomainTest, E9DepartedThreadsBagIsFreedByOthersRetirements) {
+  EpochOptions options = Options();
+  options.reclaim_every = 64;
+  EpochDomain domain(options);
+  // This thread binds its bag first, so the departed thread's bag is not
+  // simply taken over by it.
+  std::atomic<int> mine{0};
+  ASSERT_TRUE(RetireCounted(domain, &mine).ok());
+  std::atomic<int> departed{0};
+  std::thread([&] {
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(RetireCounted(domain, &departed).ok());
+    }
+  }).join();
+  EXPECT_EQ(departed.load(), 0);
+  for (int i = 0; i < 64 * 8 && departed.load() < 20; ++i) {
+    ASSERT_TRUE(RetireCounted(domain, &mine).ok());
+  }
+  EXPECT_EQ(departed.load(), 20)
+      << "a departed thread's retirements waited for a host reclaim";
 }
 
 TEST_P(EpochDomainTest, E4RetireAtCapFailsBusyAfterDeadline) {

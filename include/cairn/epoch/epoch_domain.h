@@ -144,9 +144,10 @@ struct EpochOptions {
   ReadSideMode read_side_mode = ReadSideMode::kSeqCst;
   // Clock for ages in stall reports and diagnostics (P5).
   const Clock* clock = Clock::Steady();
-  // Retire() runs a reclaim pass every `reclaim_every` retirements. 1 is the
-  // sanitize mode: reclaim on every call, so a use-after-free shows at once
-  // under ASan.
+  // Retire() runs a reclaim pass (an epoch advance) every `reclaim_every`
+  // retirements; a thread's expired retirements are freed a few per
+  // Retire() in between (E11). 1 is the sanitize mode: seal and advance on
+  // every call, so a use-after-free shows at once under ASan.
   std::uint32_t reclaim_every = 64;
 };
 
@@ -271,8 +272,9 @@ class EpochDomain {
   //   kInvalidArgument    bytes > cap, or a null ptr/deleter
   // Appends to the calling thread's retire bag (its own lock; the first
   // retire on a thread allocates the bag), charging the cap from the bag's
-  // credit (a shared CAS only to refill it); a full bag is sealed onto the
-  // domain's list under the list's lock. May run other nodes' deleters.
+  // credit (a shared CAS only to refill it); a full block is sealed onto the
+  // bag's own list. May run other nodes' deleters, a bounded number (E11):
+  // at most 8 of this thread's expired retirements and 8 of exited threads'.
   Status Retire(void* ptr, std::size_t bytes, Deleter deleter);
   template <typename T>
   Status Retire(T* ptr, std::size_t bytes = sizeof(T)) {
@@ -319,8 +321,11 @@ class EpochDomain {
         &unlink);
   }
 
-  // Runs TryReclaim() if a deferred retirement made one due. One relaxed
-  // load otherwise. Call with no lock held.
+  // Runs the reclamation work the calling thread's deferred retirements
+  // made due, bounded as Retire()'s (E11): an epoch advance every
+  // reclaim_every retirements and at most 8 deleters of this thread's
+  // expired nodes (and 8 of exited threads'). A thread-local lookup and one
+  // relaxed load otherwise. Call with no lock held.
   std::size_t ReclaimIfDue();
 
   // Never waits for a guard: advances the epoch if every active guard has seen
