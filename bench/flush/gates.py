@@ -7,11 +7,15 @@ benchmark invocation (random interleaving); ratios are of medians. X5 figures
 (LogStore SET/GET throughput and p99 with prefetch off, on and in watermark
 mode, fdatasync on a real file) are reported, not gated: their records carry
 the verdict `report` and a reference of 1.0 (no change). X5 SET tail with
-the flusher (flush.X5.set_p9999) is gated: SET p99.99 over SET p50.
+the flusher (flush.X5.set_p9999) is gated: SET p99.99 over SET p50. So are
+LogStore against RocksDB and LevelDB (durable_gates: SETs acknowledged
+durable; buffered_gates: buffered SETs and GETs, and LogStore's writer
+scaling) and the space amplification under overwrite (space_gates).
 """
 
 BINARY = "cairn_flush_benchmark"
 DURABLE_BINARY = "cairn_flush_durable_benchmark"
+BUFFERED_BINARY = "cairn_flush_buffered_benchmark"
 PEERS = (("rocksdb", "RocksDB 7.8", "librocksdb-dev"),
          ("leveldb", "LevelDB 1.23", "libleveldb-dev"))
 
@@ -112,6 +116,7 @@ def run(ctx):
                      if op == "Set" else "")))))
     records += tail_gates(ctx)
     records += durable_gates(ctx)
+    records += buffered_gates(ctx)
     records += space_gates(ctx)
     return records
 
@@ -216,25 +221,12 @@ def durable_gates(ctx):
     faster of the two in the same run. Quick mode 100k keys loaded first,
     --full 1M."""
     keys = 1_000_000 if ctx.full else 100_000
-    path = ctx.bench_dir / DURABLE_BINARY
-    listed = ""
-    if path.exists():
-        import subprocess
-        listed = subprocess.run([str(path), "--benchmark_list_tests=true"],
-                                capture_output=True, text=True).stdout
-    impls = ["logstore"]
-    missing = []
-    for peer, label, package in PEERS:
-        if f"BM_FlushX5Durable/{peer}/" in listed:
-            impls.append(peer)
-        else:
-            missing.append(f"{label}: {package} was not installed when the bench was configured")
+    impls, missing = _peer_impls(ctx, DURABLE_BINARY, "BM_FlushX5Durable")
     ids = (("flush.X5.durable_set_vs_best", 8, 2.0), ("flush.X5.durable_set_1t_vs_best", 1, 1.0))
     workload = (f"X5 SETs each acknowledged durable, 1 KiB random values, 16-byte keys uniform "
                 f"over {keys} loaded keys, real file; LogStore SetDurable vs Put with sync=true")
-    if not listed or len(impls) < 3:
-        reason = ("peer missing: " + "; ".join(missing)) if listed else \
-            f"bench binary {DURABLE_BINARY} is missing"
+    reason = _peers_missing(impls, missing, DURABLE_BINARY)
+    if reason:
         return [ctx.skipped(gid, workload, reason) for gid, _, _ in ids]
     runs = ctx.run_bench(DURABLE_BINARY,
                          f"BM_FlushX5Durable/({'|'.join(impls)})/{keys}/real_time/threads:(1|8)$",
@@ -254,4 +246,124 @@ def durable_gates(ctx):
                   f"LogStore / RocksDB {vals['logstore']/vals['rocksdb']:.2f}, "
                   f"/ LevelDB {vals['logstore']/vals['leveldb']:.2f}"
                   + ("" if ctx.full else f"; quick mode: {keys} keys, --full runs 1M"))))
+    return records
+
+
+def _peer_impls(ctx, binary, prefix):
+    """The implementations `binary` was built with, from its benchmark list
+    (logstore first), and why each peer left out is missing; (None, []) if
+    the binary is missing or lists nothing."""
+    path = ctx.bench_dir / binary
+    if not path.exists():
+        return None, []
+    import subprocess
+    listed = subprocess.run([str(path), "--benchmark_list_tests=true"],
+                            capture_output=True, text=True).stdout
+    if not listed:
+        return None, []
+    impls, missing = ["logstore"], []
+    for peer, label, package in PEERS:
+        if f"{prefix}/{peer}/" in listed:
+            impls.append(peer)
+        else:
+            missing.append(f"{label}: {package} was not installed when the bench was configured")
+    return impls, missing
+
+
+def _peers_missing(impls, missing, binary):
+    """Why a gate against the peers is skipped, or None if it can run."""
+    if impls is None:
+        return f"bench binary {binary} is missing"
+    if missing:
+        return "peer missing: " + "; ".join(missing)
+    return None
+
+
+def buffered_gates(ctx):
+    """X5 buffered SETs and GETs: LogStore Set (8 MiB blocks, the SET after
+    a block fills writes it and fdatasyncs: back-pressure, no per-SET
+    durability) against RocksDB and LevelDB Put with WriteOptions::sync =
+    false, and GETs uniform over the loaded keys; 1 and 8 threads, same keys
+    and values, interleaved repetitions, medians; best peer = the faster of
+    the two in the same run. SETs and GETs run in separate processes, so
+    that the GETs read the stores as loaded. Beside them, LogStore's writer
+    scaling: its 8-writer SET throughput over its 1-writer one (every append
+    takes the log mutex). Quick mode 100k keys loaded first, --full 1M."""
+    keys = 1_000_000 if ctx.full else 100_000
+    impls, missing = _peer_impls(ctx, BUFFERED_BINARY, "BM_FlushX5BufferedSet")
+    over = f"16-byte keys uniform over {keys} loaded keys, 1 KiB random values, real file"
+    set_workload = (f"X5 buffered SETs (overwrites), {over}; LogStore Set (8 MiB blocks, "
+                    f"fdatasync per block by back-pressure) vs Put with sync=false, "
+                    f"8 writer threads")
+    get_workload = f"X5 GETs, {over}, after the load, 8 threads"
+    scaling_workload = (f"X5 LogStore buffered SETs (overwrites), {over}, 8 MiB blocks, "
+                        f"fdatasync per block by back-pressure; 8 writer threads / 1")
+    if impls is None:
+        reason = _peers_missing(impls, missing, BUFFERED_BINARY)
+        return [ctx.skipped(gid, w, reason) for gid, w in
+                (("flush.X5.set_vs_best", set_workload), ("flush.X5.get_vs_best", get_workload),
+                 ("flush.X5.writer_scaling", scaling_workload))]
+    # A gate against the best peer needs both peers; writer scaling none.
+    peers = [] if missing else impls[1:]
+    impls = ["logstore"] + peers
+    name = lambda op, impl, t: f"BM_FlushX5Buffered{op}/{impl}/{keys}/real_time/threads:{t}"
+    fig = {}
+    for op in ("Set", "Get") if peers else ("Set",):
+        runs = ctx.run_bench(BUFFERED_BINARY, f"BM_FlushX5Buffered{op}/({'|'.join(impls)})/"
+                             f"{keys}/real_time/threads:(1|8)$", repetitions=5, min_time=0.5)
+        fig[op] = {(i, t): ctx.median(runs, name(op, i, t)) for i in impls for t in (1, 8)}
+        ctx.progress(f"X5 buffered {op.upper()}: " + "; ".join(
+            f"{t} thread(s) " + ", ".join(f"{i} {fig[op][(i, t)]/1e3:.0f}k/s" for i in impls)
+            for t in (1, 8)))
+        if op == "Set":
+            share = ctx.median(runs, name(op, "logstore", 8), field="flush_io_share")
+            share_1t = ctx.median(runs, name(op, "logstore", 1), field="flush_io_share")
+            syncs = ctx.median(runs, name(op, "logstore", 8), field="syncs_per_block")
+    label = {"logstore": "LogStore", "rocksdb": "RocksDB", "leveldb": "LevelDB"}
+    best = lambda op, t: max(peers, key=lambda p: fig[op][(p, t)])
+
+    def line(op, t):
+        """Every store's figure at t threads, and LogStore over each peer."""
+        v = fig[op]
+        return (f"{t} thread(s) " + ", ".join(f"{label[i]} {v[(i, t)]/1e3:.0f}k"
+                                              for i in impls) + " ops/s"
+                + "".join(f", LogStore / {label[p]} {_fmt(v[('logstore', t)] / v[(p, t)])}"
+                          for p in peers))
+
+    quick = "" if ctx.full else f"; quick mode: {keys} keys, --full runs 1M"
+    ratios_1t = {}
+    if peers:
+        ratios_1t = {f"{op.lower()}_1t_vs_best":
+                     round(fig[op][("logstore", 1)] / fig[op][(best(op, 1), 1)], 3)
+                     for op in ("Set", "Get")}
+    one_thread = "".join(f"; 1-thread {k[:3].upper()} / best peer {v:.2f}"
+                         for k, v in ratios_1t.items())
+    scaling = ", ".join(f"{label[i]} {_fmt(fig['Set'][(i, 8)] / fig['Set'][(i, 1)])}"
+                        for i in impls)
+    io = (f"LogStore flush I/O (write + fdatasync, on the writers' threads) "
+          f"{share_1t:.0%} of wall time at 1 writer, {share:.0%} at 8; "
+          f"{syncs:.2f} syncs per block at 8")
+    records = []
+    if peers:
+        for gid, op, goal, workload in (("flush.X5.set_vs_best", "Set", 5.0, set_workload),
+                                        ("flush.X5.get_vs_best", "Get", 4.0, get_workload)):
+            b = best(op, 8)
+            records.append(ctx.gate(
+                gid, workload, 8, keys, "logstore", f"best peer ({b})", fig[op][("logstore", 8)],
+                fig[op][(b, 8)], "ops/s", True, goal,
+                note=(line(op, 8) + "; " + line(op, 1) + one_thread
+                      + (f"; 8/1 writer scaling: {scaling}; {io}" if op == "Set" else "")
+                      + quick),
+                extra=ratios_1t))
+    else:
+        reason = _peers_missing(impls, missing, BUFFERED_BINARY)
+        records += [ctx.skipped("flush.X5.set_vs_best", set_workload, reason),
+                    ctx.skipped("flush.X5.get_vs_best", get_workload, reason)]
+    records.append(ctx.gate(
+        "flush.X5.writer_scaling", scaling_workload, 8, keys, "logstore, 8 writers",
+        "logstore, 1 writer", fig["Set"][("logstore", 8)], fig["Set"][("logstore", 1)],
+        "ops/s", True, 1.6,
+        note=(f"8/1 writer scaling: {scaling}; every append takes the log mutex; {io}; "
+              + line("Set", 8) + "; " + line("Set", 1) + one_thread + quick),
+        extra=ratios_1t or None))
     return records

@@ -1,0 +1,80 @@
+// Copyright 2026 The cairn Authors.
+// SPDX-License-Identifier: Apache-2.0
+//
+// Gate X5, buffered SETs and GETs (docs/flush.md, bench/flush/gates.py):
+//   BM_FlushX5BufferedSet/<logstore|rocksdb|leveldb>/<keys>/real_time/threads:<n>
+//       one SET with no per-SET durability: LogStore::Set (8 MiB blocks,
+//       the SET after a block fills writes it and fdatasyncs: back-pressure
+//       with max_sealed_blocks 1), RocksDB and LevelDB Put with
+//       WriteOptions::sync = false (the write-ahead log is written, not
+//       synced). Overwrites of keys uniform over the loaded ones, 1 KiB
+//       values of random bytes. items = SETs. LogStore's counters:
+//       flush_io_share (the fraction of the run's wall time its flushes
+//       spent writing and syncing) and syncs_per_block.
+//   BM_FlushX5BufferedGet/<impl>/<keys>/real_time/threads:<n>
+//       one GET of a key uniform over the loaded ones (every one found).
+//       items = GETs.
+// The `keys` keys are loaded first (peer_stores.h: the stores and their
+// tuning), into a real file under $CAIRN_BENCH_DIR or /tmp. A process
+// shares one store per implementation between SETs and GETs: the gates run
+// them in separate processes, so that GETs read the store as loaded.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include <benchmark/benchmark.h>
+
+#include "bench/flush/peer_stores.h"
+#include "cairn/flush/log_store.h"
+
+namespace {
+
+cairn::LogStoreOptions BufferedOptions() {
+  cairn::LogStoreOptions o = cairn::bench::PeerLogStoreOptions();
+  o.max_sealed_blocks = 1;  // flush as soon as a block is full
+  return o;
+}
+
+// Never destroyed by exit: RunPeerBenchmarks clears it, before RocksDB's own
+// statics go.
+auto& stores = *new cairn::bench::PeerStores("buffered", BufferedOptions());
+
+void RunSet(benchmark::State& state, const std::string& impl,
+            std::size_t keys) {
+  const auto [before, after] = cairn::bench::TimePeerSets(
+      state, stores.Get(impl, keys), keys, cairn::bench::PeerWrite::kBuffered);
+  if (state.thread_index() == 0 &&
+      after.blocks_written > before.blocks_written) {
+    // LogStore: the share of the run's wall time its flushes spent writing
+    // and syncing (they run on the writers' threads, and every writer waits
+    // for them), and the syncs a block took.
+    state.counters["flush_io_share"] = benchmark::Counter(
+        static_cast<double>(after.io_nanos - before.io_nanos) / 1e9,
+        benchmark::Counter::kIsRate);
+    state.counters["syncs_per_block"] =
+        static_cast<double>(after.syncs - before.syncs) /
+        static_cast<double>(after.blocks_written - before.blocks_written);
+  }
+}
+
+void RunGet(benchmark::State& state, const std::string& impl,
+            std::size_t keys) {
+  cairn::bench::PeerStore& store = stores.Get(impl, keys);
+  std::mt19937_64 rng = cairn::bench::PeerThreadRng(state.thread_index());
+  std::string value;
+  for (auto _ : state) {
+    if (!store.Get(cairn::bench::PeerKey(rng() % keys), &value)) std::abort();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cairn::bench::RegisterPeerBenchmarks("BM_FlushX5BufferedSet", RunSet);
+  cairn::bench::RegisterPeerBenchmarks("BM_FlushX5BufferedGet", RunGet);
+  return cairn::bench::RunPeerBenchmarks(argc, argv, stores);
+}
