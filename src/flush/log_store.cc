@@ -14,6 +14,10 @@
 CAIRN_NAMESPACE_BEGIN
 namespace {
 
+// The longest a group-commit leader waits for the writers the last flush
+// released (and never more than half the last flush's I/O time).
+constexpr std::int64_t kMaxCommitDelayNanos = 1'000'000;
+
 using flush_internal::CheckpointEncoder;
 using flush_internal::CheckpointEntry;
 using flush_internal::CheckpointFile;
@@ -1426,6 +1430,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
   // Open's own attempt (the head's first header) is not a flush the host
   // asked for: metrics start at zero when the store is open.
   if (opened_) flush_io_seconds_.Record(static_cast<std::uint64_t>(io));
+  last_flush_io_ns_.store(io, std::memory_order_relaxed);
   // Attempted positions cover every record below the last snapshot, also
   // those of blocks a failed write never reached.
   for (const BlockWrite& w : writes) {
@@ -1680,6 +1685,16 @@ Status LogStore::Flush(FlushReport* report) {
 Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
                              FlushReport* report) {
   std::unique_lock<Mutex> lock(group_mu_);
+  // Declared after `lock`, so it leaves while the lock is still held.
+  struct InWait {
+    LogStore* store;
+    ~InWait() CAIRN_NO_THREAD_SAFETY_ANALYSIS { --store->in_wait_; }
+  } in_wait{this};
+  ++in_wait_;
+  ++arrivals_;
+  // A leader may be waiting for this many arrivals (it reads the count
+  // under the lock, so one wake-up, by the last of them, is enough).
+  if (leader_ && arrivals_ == expected_group_) leader_cv_.notify_one();
   for (;;) {
     // A sync that covered the target and failed fails it (F2), even if a
     // later one succeeded.
@@ -1692,6 +1707,25 @@ Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
       continue;
     }
     leader_ = true;
+    // Commit delay: the writers the last flush released are on their way
+    // back with their next records; waiting for them (at most half a
+    // flush's I/O time) lets one sync serve every concurrent writer rather
+    // than the half that arrived during the last one.
+    if (arrivals_ < expected_group_) {
+      const auto until =
+          std::chrono::steady_clock::now() +
+          std::chrono::nanoseconds(std::min<std::int64_t>(
+              last_flush_io_ns_.load(std::memory_order_relaxed) / 2,
+              kMaxCommitDelayNanos));
+      while (arrivals_ < expected_group_ &&
+             leader_cv_.wait_until(lock, until) == std::cv_status::no_timeout) {
+      }
+    }
+    // The concurrency to expect next time: the waiters now, or one less
+    // than before, so that it follows writers that go away.
+    expected_group_ =
+        std::max(in_wait_, expected_group_ > 0 ? expected_group_ - 1 : 0);
+    arrivals_ = 0;
     lock.unlock();
     Status s;
     {

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,12 @@ class SyncGateEnv final : public Env {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, std::chrono::seconds(10),
                         [&] { return entered_ >= n; });
+  }
+
+  // Makes every later sync take at least `delay` (a slow disk).
+  void SetSyncDelay(std::chrono::microseconds delay) {
+    std::lock_guard<std::mutex> lock(mu_);
+    delay_ = delay;
   }
 
   // Syncs that have entered the gate since construction.
@@ -131,6 +138,12 @@ class SyncGateEnv final : public Env {
 
   void Gate() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (delay_.count() > 0) {
+      const std::chrono::microseconds delay = delay_;
+      lock.unlock();
+      std::this_thread::sleep_for(delay);
+      lock.lock();
+    }
     if (!holding_) return;
     ++entered_;
     cv_.notify_all();
@@ -144,6 +157,7 @@ class SyncGateEnv final : public Env {
   bool holding_ = false;
   int permits_ = 0;
   int entered_ = 0;
+  std::chrono::microseconds delay_{0};
 };
 
 }  // namespace cairn::testing

@@ -521,6 +521,15 @@ class LogStore {
   std::uint64_t failures_ CAIRN_GUARDED_BY(group_mu_) = 0;
   std::uint64_t failed_upto_ CAIRN_GUARDED_BY(group_mu_) = 0;
   Status failed_status_ CAIRN_GUARDED_BY(group_mu_);
+  // Commit delay (docs/flush.md, "Group commit"): threads inside
+  // WaitDurable, those that entered since the last leader started, the
+  // number of durable waiters a leader expects (the recent concurrency),
+  // and the last flush's I/O time, which bounds the delay.
+  std::uint32_t in_wait_ CAIRN_GUARDED_BY(group_mu_) = 0;
+  std::uint32_t arrivals_ CAIRN_GUARDED_BY(group_mu_) = 0;
+  std::uint32_t expected_group_ CAIRN_GUARDED_BY(group_mu_) = 0;
+  std::condition_variable_any leader_cv_;
+  std::atomic<std::int64_t> last_flush_io_ns_{0};
   FlushReport totals_ CAIRN_GUARDED_BY(flush_mu_);
   bool opened_ CAIRN_GUARDED_BY(flush_mu_) = false;  // Open's attempt done
   // Blocks not yet released, oldest first; the last is being filled.
