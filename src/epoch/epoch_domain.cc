@@ -91,11 +91,13 @@ struct Retired {
 };
 
 // Up to kBagCapacity retirements stamped with one epoch. A block is a
-// thread's bag while it fills, an element of the domain's retired list once
-// sealed, and goes back to the domain's pool once its deleters ran, so
-// sealing and reclaiming move pointers and never allocate: a retire path
-// needs memory only when the pool is empty, and there it can refuse (or use
-// the block its reservation pledged) instead of throwing.
+// thread's open block while it fills, an element of its bag's sealed list
+// (or, for a thread without a bag, of the shared list) once sealed, and a
+// spare of its bag or a block of the domain's pool once its deleters ran,
+// so sealing and reclaiming move pointers and never allocate: a retire
+// path needs memory only when its bag has no spare and the pool is empty,
+// and there it can refuse (or use the block its reservation pledged)
+// instead of throwing.
 inline constexpr std::size_t kBagCapacity = 64;
 
 struct Block {
@@ -138,8 +140,9 @@ struct InFlight {
 // kStepNodes deleters per Retire() or ReclaimIfDue(); host passes free every
 // bag's. Its nodes' bytes were charged to the cap before they entered (E4).
 // Bags belong to the core and are never freed before it; a departed
-// thread's bag is reused by the next thread that retires, and its sealed
-// blocks are freed by the passes of other threads meanwhile ("orphaned").
+// thread's bag is reused by the next thread that retires. A bag whose
+// owner has sealed nothing for a while (an idle or departed thread) has its
+// expired blocks freed by other threads' passes, a few nodes per pass.
 struct alignas(128) Bag {
   Mutex mu;
   // Null until the next push after a seal gives it one.
@@ -160,9 +163,10 @@ struct alignas(128) Bag {
   // kPassDue | kStepDue left by a deferred retirement for ReclaimIfDue().
   // Written and read by the owning thread only.
   std::atomic<std::uint8_t> due{0};
-  // A departed thread's bag that still holds sealed nodes. Written under the
-  // registry lock; read relaxed by sweeps.
-  std::atomic<bool> orphaned{false};
+  // Seals so far, and the count the last idle sweep saw (SweepIdle): a bag
+  // sealed nothing since the sweep's previous visit is idle.
+  std::atomic<std::uint64_t> seals{0};
+  std::atomic<std::uint64_t> seals_seen{0};
   // Metrics, summed over bags by VisitMetrics(), read relaxed: passes is
   // counted by the owner's passes, the others are written under mu.
   std::atomic<std::uint64_t> passes{0};
@@ -383,7 +387,12 @@ class DomainCore {
       std::uint8_t work = 0;
       Block* claimed = nullptr;
       for (int attempt = 0; attempt < 2 && !room; ++attempt) {
-        if (attempt > 0) RunOwnerWork(bag, kPassDue);  // refills the pool
+        if (attempt > 0) {
+          // Out of memory for a block: reclaim, freeing this bag whole,
+          // which refills its spares and the pool.
+          TryReclaim(/*seal_all=*/false, bag);
+          FreeBag(bag, SIZE_MAX, /*owner=*/true);
+        }
         MutexLock lock(&bag->mu);
         room = EnsureBlock(bag);
         charged = room && TakeCredit(bag, bytes);
@@ -541,15 +550,13 @@ class DomainCore {
       bags_head_.store(bag, std::memory_order_release);
     }
     bag->in_use.store(true, std::memory_order_relaxed);
-    if (bag->orphaned.load(std::memory_order_relaxed)) {
-      bag->orphaned.store(false, std::memory_order_relaxed);
-      orphans_.fetch_sub(1, std::memory_order_relaxed);
-    }
     return bag;
   }
 
   // The thread that used `bag` is done with it (thread exit, or it forgot
-  // this domain): its nodes go to the list, the bag to the next thread.
+  // this domain): its open block is sealed and its credit returned; the bag,
+  // with its sealed blocks, goes to the next thread that retires, and idle
+  // sweeps (SweepIdle) free its expired nodes meanwhile.
   void ReleaseBag(Bag* bag) {
     {
       MutexLock lock(&bag->mu);
@@ -558,11 +565,6 @@ class DomainCore {
     }
     MutexLock lock(&registry_mu_);
     bag->in_use.store(false, std::memory_order_relaxed);
-    if (bag->sealed_pending.load(std::memory_order_relaxed) != 0 &&
-        !bag->orphaned.load(std::memory_order_relaxed)) {
-      bag->orphaned.store(true, std::memory_order_relaxed);
-      orphans_.fetch_add(1, std::memory_order_relaxed);
-    }
   }
 
   // A charged node into the calling thread's bag, or straight onto the list
@@ -607,6 +609,14 @@ class DomainCore {
       if (work != 0) {
         bag->due.store(0, std::memory_order_relaxed);
         freed += RunOwnerWork(bag, work);
+        // That pass (it frees the shared list too) served a bagless
+        // retirement's due pass as well.
+        if ((work & kPassDue) != 0) {
+          if (reclaim_due_.load(std::memory_order_relaxed)) {
+            reclaim_due_.store(false, std::memory_order_relaxed);
+          }
+          return freed;
+        }
       }
     }
     if (reclaim_due_.load(std::memory_order_relaxed)) {
@@ -630,10 +640,14 @@ class DomainCore {
   std::size_t RunOwnerWork(Bag* bag, std::uint8_t work,
                            Block* claimed = nullptr) {
     std::size_t freed = 0;
-    if ((work & kPassDue) != 0) freed += TryReclaim(/*seal_all=*/false, bag);
+    // A claimed step first: the pass runs other threads' deleters and the
+    // stall hook, which must never run while this bag is claimed (a Barrier
+    // elsewhere would wait on the claim).
     if (claimed != nullptr) {
       freed += FreeClaimed(bag, claimed, kStepNodes, /*owner=*/true);
-    } else if (work != 0) {
+    }
+    if ((work & kPassDue) != 0) freed += TryReclaim(/*seal_all=*/false, bag);
+    if (claimed == nullptr && work != 0) {
       freed += FreeBag(bag, kStepNodes, /*owner=*/true);
     }
     return freed;
@@ -671,8 +685,8 @@ class DomainCore {
           freed += FreeBag(b, SIZE_MAX, /*owner=*/false);
         }
       }
-    } else if (orphans_.load(std::memory_order_relaxed) != 0) {
-      freed += SweepOrphans(kStepNodes);
+    } else {
+      freed += SweepIdle(counted_by, kStepNodes);
     }
     Emit(reports);
     return freed;
@@ -1006,8 +1020,12 @@ class DomainCore {
     bag->sealed_pending.store(
         bag->sealed_pending.load(std::memory_order_relaxed) + block->count,
         std::memory_order_relaxed);
+    bag->seals.store(bag->seals.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_relaxed);
     bag->block = PopSpare(bag);
-    bag->size.store(0, std::memory_order_relaxed);
+    // Release: a Barrier that reads 0 here and skips the bag then reads a
+    // global epoch no older than this stamp's (docs/concurrency.md, 8).
+    bag->size.store(0, std::memory_order_release);
     bag->retires_since_pass += static_cast<std::uint32_t>(block->count);
     if (bag->retires_since_pass < options_.reclaim_every) return false;
     bag->retires_since_pass = 0;
@@ -1021,7 +1039,8 @@ class DomainCore {
   // thread's bag. The freed bytes go back to the cap, or, for the owner
   // (`owner`), into its bag's credit up to two refills' worth, so its next
   // retirements charge nothing shared.
-  std::size_t FreeBag(Bag* bag, std::size_t budget, bool owner) {
+  std::size_t FreeBag(Bag* bag, std::size_t budget, bool owner)
+      CAIRN_EXCLUDES(bag->mu) {
     Block* head;
     {
       MutexLock lock(&bag->mu);
@@ -1047,8 +1066,8 @@ class DomainCore {
   // FreeBag() from a claimed head. A block leaves the sealed list only
   // after its last deleter ran (Barrier relies on that); the claim is
   // dropped when the budget is spent or no expired block is left.
-  std::size_t FreeClaimed(Bag* bag, Block* head, std::size_t budget,
-                          bool owner) {
+  std::size_t FreeClaimed(Bag* bag, Block* head, std::size_t budget, bool owner)
+      CAIRN_EXCLUDES(bag->mu) {
     std::size_t freed = 0;
     while (head != nullptr) {
       const std::size_t begin = head->done;
@@ -1058,12 +1077,15 @@ class DomainCore {
         head->items[i].deleter(head->items[i].ptr);
         bytes += head->items[i].bytes;
       }
-      head->done = begin + n;
       freed += n;
       Block* surplus = nullptr;
       std::size_t uncharge = bytes;
       {
+        // Everything below happens under the lock Barrier's check takes,
+        // so a Barrier that sees the block gone also sees its bytes
+        // released (E10), and a fork never sees `done` behind the frees.
         MutexLock lock(&bag->mu);
+        head->done = begin + n;
         bag->sealed_pending.store(
             bag->sealed_pending.load(std::memory_order_relaxed) - n,
             std::memory_order_relaxed);
@@ -1085,33 +1107,32 @@ class DomainCore {
           if (bag->sealed_head == nullptr) bag->sealed_tail = nullptr;
           surplus = ReturnBlock(bag, head);
         }
+        if (uncharge != 0) Uncharge(uncharge);
         bag->freeing = false;
         head = freed < budget ? ClaimExpired(bag) : nullptr;
       }
-      if (uncharge != 0) Uncharge(uncharge);
       delete surplus;
     }
     return freed;
   }
 
-  // Frees up to `budget` nodes that departed threads' bags hold (their
-  // threads cannot), from the pass a retirement makes due; a bag emptied
-  // stops being an orphan.
-  std::size_t SweepOrphans(std::size_t budget) {
-    std::size_t freed = 0;
-    for (Bag* b = bags_head_.load(std::memory_order_acquire);
-         b != nullptr && freed < budget; b = b->next) {
-      if (!b->orphaned.load(std::memory_order_relaxed)) continue;
-      freed += FreeBag(b, budget - freed, /*owner=*/false);
-      if (b->sealed_pending.load(std::memory_order_relaxed) != 0) continue;
-      MutexLock lock(&registry_mu_);
-      if (b->orphaned.load(std::memory_order_relaxed) &&
-          b->sealed_pending.load(std::memory_order_relaxed) == 0) {
-        b->orphaned.store(false, std::memory_order_relaxed);
-        orphans_.fetch_sub(1, std::memory_order_relaxed);
-      }
+  // Visits the next bag round-robin (one per pass a retirement makes due)
+  // and, if it sealed nothing since the previous visit, frees up to
+  // `budget` of its expired nodes: an idle or departed thread's last blocks
+  // are freed without a host call, while a busy owner frees its own.
+  std::size_t SweepIdle(Bag* self, std::size_t budget) {
+    Bag* b = sweep_cursor_.load(std::memory_order_relaxed);
+    b = b != nullptr && b->next != nullptr
+            ? b->next
+            : bags_head_.load(std::memory_order_acquire);
+    sweep_cursor_.store(b, std::memory_order_relaxed);
+    if (b == nullptr || b == self) return 0;
+    const std::uint64_t seals = b->seals.load(std::memory_order_relaxed);
+    if (b->seals_seen.exchange(seals, std::memory_order_relaxed) != seals ||
+        b->sealed_pending.load(std::memory_order_relaxed) == 0) {
+      return 0;
     }
-    return freed;
+    return FreeBag(b, budget, /*owner=*/false);
   }
 
   // True once no bag holds a sealed node stamped at most `epoch` whose
@@ -1219,14 +1240,16 @@ class DomainCore {
     return true;
   }
 
-  // Seals every thread's bag, so the list holds every node whose Retire()
-  // returned before this call, and hands every bag's credit back to the cap
+  // Seals every thread's open block, so the bags' sealed lists hold every
+  // node whose Retire() returned before this call, and hands every bag's
+  // credit back to the cap
   // (so a writer short of room sees all of it). Bags with neither are
   // skipped without locking.
   void SealAllBags() {
     for (Bag* b = bags_head_.load(std::memory_order_acquire); b != nullptr;
          b = b->next) {
-      if (b->size.load(std::memory_order_relaxed) == 0 &&
+      // Acquire pairs with Seal's release store of 0 (Barrier, point 8).
+      if (b->size.load(std::memory_order_acquire) == 0 &&
           b->credit.load(std::memory_order_relaxed) == 0) {
         continue;
       }
@@ -1485,11 +1508,13 @@ class DomainCore {
 
   std::atomic<Slot*> slots_head_{nullptr};
   std::atomic<Bag*> bags_head_{nullptr};  // linked under registry_mu_
-  // Bags marked orphaned (departed threads' bags with sealed nodes).
-  std::atomic<std::uint32_t> orphans_{0};
+  // The bag the next idle sweep visits after (SweepIdle); any bag or null.
+  std::atomic<Bag*> sweep_cursor_{nullptr};
   std::size_t bag_capacity_ = kBagCapacity;  // min(64, reclaim_every)
   // A bag's credit refill beyond the bytes at hand: cap / 64, at most
-  // 64 KiB, so credits held by idle threads stay a small part of the cap.
+  // 64 KiB. A bag holds at most two refills' worth (its own frees go back
+  // into its credit up to that), so credits held by idle threads stay a
+  // small part of the cap unless the domain has dozens of retiring threads.
   std::size_t credit_chunk_ = 0;
   std::atomic<std::uint64_t> registered_{0};
   std::atomic<std::uint64_t> implicit_registered_{0};

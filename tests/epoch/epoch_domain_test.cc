@@ -317,8 +317,11 @@ TEST_P(EpochDomainTest, E11RetireRunsABoundedNumberOfDeleters) {
   EXPECT_EQ(deletions.load(), 40'000);
 }
 
-// A thread that exits leaves its sealed nodes in its bag; other threads'
-// retirements free them (a few per pass) without any host TryReclaim().
+// A thread that exits, or goes idle, leaves its sealed nodes in its bag;
+// other threads' retirements free them (a few per pass, once the bag has
+// sealed nothing for a whole round of sweeps) without any host
+// TryReclaim(). Then a new thread takes the departed bag over and goes
+// idle at once: its backlog must still be freed.
 TEST_P(EpochDomainTest, E9DepartedThreadsBagIsFreedByOthersRetirements) {
   EpochOptions options = Options();
   options.reclaim_every = 64;
@@ -334,11 +337,37 @@ TEST_P(EpochDomainTest, E9DepartedThreadsBagIsFreedByOthersRetirements) {
     }
   }).join();
   EXPECT_EQ(departed.load(), 0);
-  for (int i = 0; i < 64 * 8 && departed.load() < 20; ++i) {
+  for (int i = 0; i < 64 * 32 && departed.load() < 20; ++i) {
     ASSERT_TRUE(RetireCounted(domain, &mine).ok());
   }
   EXPECT_EQ(departed.load(), 20)
       << "a departed thread's retirements waited for a host reclaim";
+  // An idle thread that is still alive: its sealed block (64 of its 100
+  // nodes; the other 36 wait unsealed in its open block for a host pass)
+  // is freed by this thread's retirements.
+  // A guard held while it retires keeps it from freeing its own block.
+  std::atomic<int> idle{0};
+  std::atomic<bool> retired{false};
+  std::atomic<bool> release{false};
+  Participant reader = Register(domain);
+  std::optional<GuardHolder> pin(std::in_place, reader);
+  std::thread sleeper([&] {
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(RetireCounted(domain, &idle).ok());
+    }
+    retired.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!retired.load()) std::this_thread::yield();
+  const int before = idle.load();
+  pin.reset();
+  for (int i = 0; i < 64 * 32 && idle.load() < 64; ++i) {
+    ASSERT_TRUE(RetireCounted(domain, &mine).ok());
+  }
+  EXPECT_GE(idle.load(), 64) << "an idle thread's expired block was kept ("
+                             << before << " freed by its own retires)";
+  release.store(true);
+  sleeper.join();
 }
 
 TEST_P(EpochDomainTest, E4RetireAtCapFailsBusyAfterDeadline) {

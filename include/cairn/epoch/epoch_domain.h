@@ -274,7 +274,8 @@ class EpochDomain {
   // retire on a thread allocates the bag), charging the cap from the bag's
   // credit (a shared CAS only to refill it); a full block is sealed onto the
   // bag's own list. May run other nodes' deleters, a bounded number (E11):
-  // at most 8 of this thread's expired retirements and 8 of exited threads'.
+  // at most 8 of this thread's expired retirements and 8 of an idle or
+  // exited thread's.
   Status Retire(void* ptr, std::size_t bytes, Deleter deleter);
   template <typename T>
   Status Retire(T* ptr, std::size_t bytes = sizeof(T)) {
@@ -324,8 +325,8 @@ class EpochDomain {
   // Runs the reclamation work the calling thread's deferred retirements
   // made due, bounded as Retire()'s (E11): an epoch advance every
   // reclaim_every retirements and at most 8 deleters of this thread's
-  // expired nodes (and 8 of exited threads'). A thread-local lookup and one
-  // relaxed load otherwise. Call with no lock held.
+  // expired nodes (and 8 of an idle or exited thread's). A thread-local
+  // lookup and one relaxed load otherwise. Call with no lock held.
   std::size_t ReclaimIfDue();
 
   // Never waits for a guard: advances the epoch if every active guard has seen

@@ -296,7 +296,8 @@ class ObjectRouteIndex {
   // (those writes never run deleters themselves), and starts a resize such
   // a write found due (allocating and clearing the new table is O(table
   // size), so it never runs under the caller's locks). Call with no lock
-  // held. Two relaxed loads when nothing is due.
+  // held. When nothing is due: a relaxed load, the epoch domain's
+  // thread-local bag lookup, and two more relaxed loads.
   void ReclaimIfDue() {
     MaybeResize(/*locked=*/false);
     domain_->ReclaimIfDue();
