@@ -166,7 +166,8 @@ struct alignas(128) Bag {
   // Seals so far, and the count the last idle sweep saw (SweepIdle): a bag
   // sealed nothing since the sweep's previous visit is idle.
   std::atomic<std::uint64_t> seals{0};
-  std::atomic<std::uint64_t> seals_seen{0};
+  // On a line of its own: other threads' sweeps write it.
+  alignas(64) std::atomic<std::uint64_t> seals_seen{0};
   // Metrics, summed over bags by VisitMetrics(), read relaxed: passes is
   // counted by the owner's passes, the others are written under mu.
   std::atomic<std::uint64_t> passes{0};
@@ -1128,8 +1129,11 @@ class DomainCore {
     sweep_cursor_.store(b, std::memory_order_relaxed);
     if (b == nullptr || b == self) return 0;
     const std::uint64_t seals = b->seals.load(std::memory_order_relaxed);
-    if (b->seals_seen.exchange(seals, std::memory_order_relaxed) != seals ||
-        b->sealed_pending.load(std::memory_order_relaxed) == 0) {
+    if (b->seals_seen.load(std::memory_order_relaxed) != seals) {
+      b->seals_seen.store(seals, std::memory_order_relaxed);
+      return 0;
+    }
+    if (b->sealed_pending.load(std::memory_order_relaxed) == 0) {
       return 0;
     }
     return FreeBag(b, budget, /*owner=*/false);
@@ -1509,7 +1513,8 @@ class DomainCore {
   std::atomic<Slot*> slots_head_{nullptr};
   std::atomic<Bag*> bags_head_{nullptr};  // linked under registry_mu_
   // The bag the next idle sweep visits after (SweepIdle); any bag or null.
-  std::atomic<Bag*> sweep_cursor_{nullptr};
+  // Written by every thread's passes: on a line of its own.
+  alignas(64) std::atomic<Bag*> sweep_cursor_{nullptr};
   std::size_t bag_capacity_ = kBagCapacity;  // min(64, reclaim_every)
   // A bag's credit refill beyond the bytes at hand: cap / 64, at most
   // 64 KiB. A bag holds at most two refills' worth (its own frees go back
