@@ -1622,12 +1622,7 @@ class BagCache {
     // (participants still hold it) can take no more retirements, so its
     // entry is dropped with the core.
     std::erase_if(entries_, [](const Entry& e) { return e.core.expired(); });
-    Bag* bag = nullptr;
-    for (const Entry& e : entries_) {
-      if (!e.core.owner_before(core) && !core.owner_before(e.core)) {
-        bag = e.bag;
-      }
-    }
+    Bag* bag = Find(core);
     if (bag == nullptr) {
       // Out of memory the thread has no bag this time (null), and its
       // retires go straight onto the list.
@@ -1664,27 +1659,17 @@ class BagCache {
 
 thread_local BagCache bag_cache;
 
-// The calling thread's bag for `core`, or null once the thread's cairn
-// state is torn down (a deleter or destructor running at thread exit).
-Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core) {
+// The calling thread's bag for `core`, bound on first use (`bind`; else
+// null if it has none yet), or null once the thread's cairn state is torn
+// down (a deleter or destructor running at thread exit).
+Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core, bool bind = true) {
   const LastBag& last = last_bag;
   if (last.read_side == &core->read_side &&
       last.nonce == core->read_side.nonce) {
     return last.bag;
   }
   if (bag_cache_gone) return nullptr;
-  return bag_cache.Bind(core);
-}
-
-// The calling thread's bag for `core`, or null if it has none.
-Bag* ThisThreadBagIfAny(const std::shared_ptr<DomainCore>& core) {
-  const LastBag& last = last_bag;
-  if (last.read_side == &core->read_side &&
-      last.nonce == core->read_side.nonce) {
-    return last.bag;
-  }
-  if (bag_cache_gone) return nullptr;
-  return bag_cache.Find(core);
+  return bind ? bag_cache.Bind(core) : bag_cache.Find(core);
 }
 
 }  // namespace epoch_internal
@@ -1880,7 +1865,8 @@ Status EpochDomain::TryUnlinkAndRetire(void* ptr, std::size_t bytes,
 }
 
 std::size_t EpochDomain::ReclaimIfDue() {
-  return core_->ReclaimIfDue(epoch_internal::ThisThreadBagIfAny(core_));
+  return core_->ReclaimIfDue(
+      epoch_internal::ThisThreadBag(core_, /*bind=*/false));
 }
 
 std::size_t EpochDomain::TryReclaim() { return core_->TryReclaim(); }
