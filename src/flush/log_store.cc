@@ -14,9 +14,8 @@
 CAIRN_NAMESPACE_BEGIN
 namespace {
 
-// The longest a group-commit leader waits for the writers the last flush
-// released (and never more than half the last flush's I/O time).
-constexpr std::int64_t kMaxCommitDelayNanos = 1'000'000;
+// Leaders that skip the delay after one timed out.
+constexpr std::uint32_t kCommitDelayRest = 8;
 
 using flush_internal::CheckpointEncoder;
 using flush_internal::CheckpointEntry;
@@ -47,6 +46,9 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   if (options.pass.slice_receipts == 0 || options.max_sealed_blocks == 0) {
     return InvalidArgumentError(
         "pass.slice_receipts and max_sealed_blocks must be at least 1");
+  }
+  if (options.max_commit_delay.count() < 0) {
+    return InvalidArgumentError("max_commit_delay must not be negative");
   }
   Env* const env = Env::OrDefault(options.env);
   // "a/s/" and "a/s" name one store, whose parent is "a".
@@ -1134,6 +1136,11 @@ void LogStore::VisitMetrics(MetricVisitor& visitor,
   v.CounterValue("cairn_logstore_durable_wait_failures_total",
                  "Durable waits that returned an error (a failed sync).",
                  durable_wait_failures_.Value());
+  v.CounterValue("cairn_logstore_commit_delay_timeouts_total",
+                 "Group-commit leaders whose wait for the writers the last "
+                 "sync released timed out (the delay then rests for 8 "
+                 "leaders).",
+                 commit_delay_timeouts_.Value());
   v.HistogramValue("cairn_logstore_durable_wait_seconds",
                    "Time from the append to the acknowledgement of a durable "
                    "wait (its group's writes and sync included).",
@@ -1478,6 +1485,9 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       failed_upto_ = position;
       failed_status_ = s;
     }
+    // The durable writers now: those this sync releases come back with
+    // their next records, the others wait for the next sync (commit delay).
+    expected_group_ = in_wait_;
   }
   group_cv_.notify_all();
   if (!s.ok()) return s;
@@ -1685,7 +1695,8 @@ Status LogStore::Flush(FlushReport* report) {
 Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
                              FlushReport* report) {
   std::unique_lock<Mutex> lock(group_mu_);
-  // Declared after `lock`, so it leaves while the lock is still held.
+  // Declared after `lock`, so it leaves while the lock is held (every
+  // return below holds it).
   struct InWait {
     LogStore* store;
     ~InWait() CAIRN_NO_THREAD_SAFETY_ANALYSIS { --store->in_wait_; }
@@ -1707,24 +1718,38 @@ Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
       continue;
     }
     leader_ = true;
-    // Commit delay: the writers the last flush released are on their way
+    // Commit delay: the writers the last sync released are on their way
     // back with their next records; waiting for them (at most half a
-    // flush's I/O time) lets one sync serve every concurrent writer rather
-    // than the half that arrived during the last one.
-    if (arrivals_ < expected_group_) {
+    // flush's I/O time, at most 1 ms) lets one sync serve every concurrent
+    // writer rather than the half that arrived during the last one. A wait
+    // that times out (writers that pause between writes) turns the delay
+    // off for the next kCommitDelayRest leaders.
+    if (delay_rest_ > 0) {
+      --delay_rest_;
+    } else if (arrivals_ < expected_group_ &&
+               options_.max_commit_delay.count() > 0) {
       const auto until =
           std::chrono::steady_clock::now() +
           std::chrono::nanoseconds(std::min<std::int64_t>(
               last_flush_io_ns_.load(std::memory_order_relaxed) / 2,
-              kMaxCommitDelayNanos));
-      while (arrivals_ < expected_group_ &&
-             leader_cv_.wait_until(lock, until) == std::cv_status::no_timeout) {
+              std::chrono::nanoseconds(options_.max_commit_delay).count()));
+      while (arrivals_ < expected_group_) {
+        if (leader_cv_.wait_until(lock, until) == std::cv_status::timeout) {
+          if (arrivals_ < expected_group_) {
+            delay_rest_ = kCommitDelayRest;
+            commit_delay_timeouts_.Add();
+          }
+          break;
+        }
+      }
+      // Another flush may have covered (or failed) the record meanwhile.
+      if ((failures_ != failures && failed_upto_ >= target) ||
+          watermark_.load(std::memory_order_acquire) >= target) {
+        leader_ = false;
+        group_cv_.notify_all();
+        continue;
       }
     }
-    // The concurrency to expect next time: the waiters now, or one less
-    // than before, so that it follows writers that go away.
-    expected_group_ =
-        std::max(in_wait_, expected_group_ > 0 ? expected_group_ - 1 : 0);
     arrivals_ = 0;
     lock.unlock();
     Status s;

@@ -721,44 +721,57 @@ TEST(LogStoreTest, ConcurrentSetDurableCallersShareOneSync) {
 }
 
 // Commit delay: a leader waits (at most half a flush's I/O time, at most
-// 1 ms) for the writers the last flush released, so that N concurrent
-// SetDurable callers share one sync each round rather than alternating in
-// two halves (each half arriving during the other's sync). Syncs take 4 ms
-// here; 4 writers x 40 SETs. Planted bug: no delay (expected_group_ never
-// raised) gave 2.0 SETs per sync.
+// max_commit_delay) for the writers the last sync released, so that N
+// concurrent SetDurable callers share one sync each round rather than
+// alternating in two halves (each half arriving during the other's sync).
+// Syncs take 30 ms here, so the leader may wait 15 ms, time enough for 8
+// writers to come back even under a sanitizer on a loaded machine (with
+// 10 ms syncs one round in three runs under ASan timed out, and the rest
+// that follows a timeout gave 6.4). The same run without the delay
+// (max_commit_delay 0) is the comparison: 5.2-5.3 SETs per sync here, 7.6
+// with it. Planted bug: a leader that never
+// waits (expected_group_ = 0) failed the first check.
 TEST(LogStoreTest, GroupCommitWaitsForTheWritersTheLastSyncReleased) {
-  ScratchDir dir;
-  CountingEnv counting;
-  SyncGateEnv gate(&counting);
-  gate.SetSyncDelay(std::chrono::milliseconds(4));
-  LogStoreOptions o = Small();
-  o.sync = true;
-  o.env = &gate;
-  auto store = MustOpen(dir.path(), o);
-  const std::string log = dir.File("log");
-  constexpr int kWriters = 4;
-  constexpr int kSets = 40;
-  const std::uint64_t syncs_before = counting.count(EnvCall::kSync, log);
-  std::atomic<int> failed{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kWriters; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kSets; ++i) {
-        const std::string key =
-            "w" + std::to_string(t) + "-" + std::to_string(i);
-        if (!store->SetDurable(0, key, Value(i, 100)).ok()) {
-          failed.fetch_add(1, std::memory_order_relaxed);
+  constexpr int kWriters = 8;
+  constexpr int kSets = 16;
+  auto sets_per_sync = [&](std::chrono::microseconds max_delay) {
+    ScratchDir dir;
+    CountingEnv counting;
+    SyncGateEnv gate(&counting);
+    gate.SetSyncDelay(std::chrono::milliseconds(30));
+    LogStoreOptions o = Small();
+    o.sync = true;
+    o.env = &gate;
+    o.max_commit_delay = max_delay;
+    o.block_bytes = std::size_t{1} << 20;  // one block: every sync a group's
+    auto store = MustOpen(dir.path(), o);
+    const std::string log = dir.File("log");
+    const std::uint64_t syncs_before = counting.count(EnvCall::kSync, log);
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kWriters; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kSets; ++i) {
+          const std::string key =
+              "w" + std::to_string(t) + "-" + std::to_string(i);
+          if (!store->SetDurable(0, key, Value(i, 100)).ok()) {
+            failed.fetch_add(1, std::memory_order_relaxed);
+          }
         }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failed.load(), 0);
-  const double syncs =
-      static_cast<double>(counting.count(EnvCall::kSync, log) - syncs_before);
-  const double per_sync = kWriters * kSets / syncs;
-  EXPECT_GE(per_sync, 3.0) << syncs << " syncs for " << kWriters * kSets
-                           << " durable SETs";
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failed.load(), 0);
+    const double syncs =
+        static_cast<double>(counting.count(EnvCall::kSync, log) - syncs_before);
+    return kWriters * kSets / syncs;
+  };
+  const double with_delay = sets_per_sync(std::chrono::milliseconds(20));
+  EXPECT_GE(with_delay, 6.5) << "SETs per sync with the commit delay";
+  const double without = sets_per_sync(std::chrono::microseconds(0));
+  EXPECT_LT(without, with_delay) << "SETs per sync without the delay";
+  std::printf("SETs per sync: %.2f with the commit delay, %.2f without\n",
+              with_delay, without);
 }
 
 // A failed sync fails every SetDurable waiter whose record it covered (F2),
