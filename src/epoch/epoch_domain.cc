@@ -106,7 +106,8 @@ struct Block {
   std::uint64_t seq = 0;    // on the shared list: retirement order of items[0]
   std::size_t count = 0;
   // On a bag's sealed list: items[0, done) have had their deleters run.
-  // Read and written only by the thread that claimed the bag (`freeing`).
+  // Advanced under the bag's lock by the thread that claimed the bag
+  // (`freeing`), which alone reads it without the lock.
   std::size_t done = 0;
   std::array<Retired, kBagCapacity> items;
 };
@@ -588,7 +589,6 @@ class DomainCore {
       work = Push(bag, r);
       if (defer) Defer(bag, std::exchange(work, 0));
     }
-    Block* claimed = nullptr;
     if (pledged) Unpledge();
     if (reclaim) {
       if (defer) {
@@ -597,7 +597,7 @@ class DomainCore {
         TryReclaim(/*seal_all=*/false);
       }
     }
-    if (work != 0) RunOwnerWork(bag, work, claimed);
+    if (work != 0) RunOwnerWork(bag, work);
     return true;
   }
 
@@ -635,9 +635,9 @@ class DomainCore {
   }
 
   // What a retirement on `bag` made due, run by its owner with no lock
-  // held: a pass (advance the epoch, free the shared list and departed
-  // threads' bags), then one bounded step over the bag's own expired nodes
-  // (starting at `claimed` if the caller already claimed the bag's head).
+  // held: one bounded step over the bag's own expired nodes (starting at
+  // `claimed` if the caller already claimed the bag's head) and a pass
+  // (advance the epoch, free the shared list and some of an idle bag).
   std::size_t RunOwnerWork(Bag* bag, std::uint8_t work,
                            Block* claimed = nullptr) {
     std::size_t freed = 0;
@@ -660,8 +660,9 @@ class DomainCore {
   // The host's TryReclaim(), back-pressure and Barrier() (`seal_all`) first
   // seal every thread's bag (E2, E3) and then free every bag's expired
   // nodes. The pass a retirement makes due (`seal_all` false) frees only
-  // the shared list and departed threads' bags: retiring threads never
-  // touch each other's bags, and each frees its own in bounded steps.
+  // the shared list and up to kStepNodes of one idle bag (SweepIdle): busy
+  // threads never free each other's bags, and each frees its own in
+  // bounded steps.
   std::size_t TryReclaim(bool seal_all = true, Bag* counted_by = nullptr) {
     if (counted_by != nullptr) {
       counted_by->passes.fetch_add(1, std::memory_order_relaxed);
