@@ -1720,8 +1720,9 @@ Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
     leader_ = true;
     // Commit delay: the writers the last sync released are on their way
     // back with their next records; waiting for them (at most half a
-    // flush's I/O time, at most 1 ms) lets one sync serve every concurrent
-    // writer rather than the half that arrived during the last one. A wait
+    // flush's I/O time, at most max_commit_delay) lets one sync serve every
+    // concurrent writer rather than the half that arrived during the last
+    // one. A wait
     // that times out (writers that pause between writes) turns the delay
     // off for the next kCommitDelayRest leaders.
     if (delay_rest_ > 0) {

@@ -533,7 +533,7 @@ class LogStore {
   // WaitDurable when the last sync ended), leaders left that skip the
   // delay after one timed out, and the last flush attempt's I/O time,
   // which bounds the delay (on the store's clock: a fake clock's figure
-  // only shortens the wait, and 1 ms caps it).
+  // only shortens the wait, and max_commit_delay caps it).
   std::uint32_t in_wait_ CAIRN_GUARDED_BY(group_mu_) = 0;
   std::uint32_t arrivals_ CAIRN_GUARDED_BY(group_mu_) = 0;
   std::uint32_t expected_group_ CAIRN_GUARDED_BY(group_mu_) = 0;
