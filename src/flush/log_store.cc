@@ -1722,9 +1722,8 @@ Status LogStore::WaitDurable(std::uint64_t target, std::uint64_t failures,
     // back with their next records; waiting for them (at most half a
     // flush's I/O time, at most max_commit_delay) lets one sync serve every
     // concurrent writer rather than the half that arrived during the last
-    // one. A wait
-    // that times out (writers that pause between writes) turns the delay
-    // off for the next kCommitDelayRest leaders.
+    // one. A wait that times out (writers that pause between writes) turns
+    // the delay off for the next kCommitDelayRest leaders.
     if (delay_rest_ > 0) {
       --delay_rest_;
     } else if (arrivals_ < expected_group_ &&
