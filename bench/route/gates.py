@@ -144,8 +144,8 @@ def churn(ctx):
         record = ctx.gate(
             gate_id, f"W5 create+delete, {n:,} objects", THREADS, n, "epoch", "shard",
             med("epoch", n), med("shard", n), "ops/s", higher_is_better=True,
-            goal_value=0.7, criterion="report (RFC)", note=describe(n))
-        if n != 1_000_000:  # only the 1M ratio is a goal; the others are figures
+            goal_value=1.0, criterion="report (RFC)", note=describe(n))
+        if n == 100_000:  # the goal is at 1M and 10M; 100k is a figure
             record["verdict"] = "report"
         records.append(record)
     records.append(ctx.gate(
