@@ -10,6 +10,10 @@
 CAIRN_NAMESPACE_BEGIN
 namespace base_internal {
 
+std::uint64_t RouteHash(std::string_view key) noexcept {
+  return XXH3_64bits(key.data(), key.size());
+}
+
 std::uint64_t KeyedHash(std::string_view key, std::uint64_t seed) noexcept {
   return XXH3_64bits_withSeed(key.data(), key.size(), seed);
 }

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -679,6 +680,31 @@ TYPED_TEST(GroupDirectoryTest, SingletonAndMemberShapes) {
   EXPECT_EQ(found->get(), m.group().get());
   EXPECT_EQ(found.value()->MemberIds(), std::vector<ObjectId>{m->id()});
   EXPECT_EQ(dir.group_count(), 1u);
+}
+
+// A group keeps its members in ascending key order whatever order they
+// join and leave in (the order its transactions lock them in, L2, and its
+// durable records list them in); EraseGroup then removes every one.
+TYPED_TEST(GroupDirectoryTest, L2GroupKeepsItsMembersInKeyOrder) {
+  typename TestFixture::Directory dir(this->Options());
+  std::map<std::string, ObjectId> ids;
+  for (const char* key : {"m5", "m1", "m9", "m3", "m7", "m0", "m8"}) {
+    ids[key] = this->Must(dir.Create(key, InGroup("g")))->id();
+  }
+  ASSERT_TRUE(dir.Erase("m3").ok());
+  ids.erase("m3");
+  ids["m4"] = this->Must(dir.Create("m4", InGroup("g")))->id();
+  std::vector<ObjectId> want;
+  for (const auto& [key, id] : ids) want.push_back(id);
+  auto group = dir.FindGroup("g");
+  ASSERT_TRUE(group.ok());
+  EXPECT_EQ(group.value()->MemberIds(), want);
+  ASSERT_TRUE(dir.EraseGroup("g").ok());
+  for (const auto& [key, id] : ids) {
+    EXPECT_EQ(dir.WithObject(key, [](auto&) {}).code(), StatusCode::kNotFound)
+        << key;
+  }
+  EXPECT_EQ(dir.object_count(), 0u);
 }
 
 TYPED_TEST(GroupDirectoryTest,

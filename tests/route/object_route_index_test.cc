@@ -141,6 +141,56 @@ TEST(ObjectRouteIndexTest, D4EraseIfMatchNeedsIdAndPointer) {
   EXPECT_EQ(Find(route, "k"), nullptr);
 }
 
+// EraseEachIfMatch answers each item as EraseIfMatch would in a loop, over
+// more items than one prefetch window (8), with misses, a null entry, a
+// stale id and a key repeated after its unlink mixed in.
+TEST(ObjectRouteIndexTest, D4EraseEachIfMatchAnswersEachItemAsTheLoopWould) {
+  RouteOptions options;
+  options.bucket_count = 4;  // many items share a bucket
+  Route route(options);
+  std::vector<Owner> owners;
+  for (int i = 0; i < 22; ++i) {
+    owners.push_back(Make(100 + i, "key" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(owners.back()->key, owners.back()).ok());
+  }
+  std::vector<Route::Unlinking> items;
+  std::vector<StatusCode> want;
+  for (int i = 0; i < 22; ++i) {
+    const Owner& o = owners[i];
+    if (i % 5 == 3) {  // stale id: kept
+      items.push_back({o->key, o->id() + 1000, o.get()});
+      want.push_back(StatusCode::kNotFound);
+      continue;
+    }
+    items.push_back({o->key, o->id(), o.get()});
+    want.push_back(StatusCode::kOk);
+    if (i == 9) {  // the same again, right after its unlink
+      items.push_back({o->key, o->id(), o.get()});
+      want.push_back(StatusCode::kNotFound);
+    }
+  }
+  items.push_back({"missing", 1, owners[0].get()});
+  want.push_back(StatusCode::kNotFound);
+  items.push_back({"key1", 101, nullptr});
+  want.push_back(StatusCode::kInvalidArgument);
+  std::vector<StatusCode> got(items.size(), StatusCode::kInternal);
+  std::vector<int> calls(items.size(), 0);
+  route.EraseEachIfMatch(std::span<const Route::Unlinking>(items), nullptr,
+                         [&](std::size_t i, const Status& s) {
+                           ++calls[i];
+                           got[i] = s.code();
+                         });
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    EXPECT_EQ(calls[i], 1) << "item " << i;
+    EXPECT_EQ(got[i], want[i]) << "item " << i << " (" << items[i].key << ")";
+  }
+  for (int i = 0; i < 22; ++i) {
+    EXPECT_EQ(Find(route, owners[i]->key),
+              i % 5 == 3 ? owners[i].get() : nullptr)
+        << owners[i]->key;
+  }
+}
+
 // The route interface is a concept: both routes satisfy it, and a route
 // missing a member (here EraseIfMatch) does not.
 template <typename Entry>

@@ -1590,15 +1590,13 @@ class GroupDirectory {
   }
 
   // The group's live members in ascending key order, the order a group
-  // transaction locks them in (L2). Allocates the list.
+  // transaction locks them in (L2; the group keeps them in that order).
+  // Allocates the list.
   static std::vector<Entry*> SortedMembers(const Group* group)
       CAIRN_REQUIRES(group->mu_) {
     std::vector<Entry*> members;
     members.reserve(group->live_.size());
     for (const auto& m : group->live_) members.push_back(m.entry);
-    std::sort(
-        members.begin(), members.end(),
-        [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
     return members;
   }
 
@@ -1727,7 +1725,7 @@ class GroupDirectory {
       if (!ok) return StatusCode::kAborted;
       // A group is evicted whole (V1): all its members leave together.
       group->SetLifecycle(Lifecycle::kRemoving);
-      for (Removal& r : removals) Unlink(r.owner, &none);
+      UnlinkAll(removals, &none);
       group->live_.clear();
       RetireFromCatalog(group);
       objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
@@ -1905,7 +1903,7 @@ class GroupDirectory {
       // Under the group lock: unlinks never wait for retire budget here;
       // one refused for lack of room is parked and retried.
       WriteBudget none;
-      for (Removal& r : removals) Unlink(r.owner, &none);
+      UnlinkAll(removals, &none);
       group->live_.clear();
       RetireFromCatalog(group.get());
     }
@@ -2490,9 +2488,32 @@ class GroupDirectory {
   // the owner is parked and the unlink retried by later writes. kNotFound
   // (no match) means another writer already unlinked it.
   void Unlink(const Owner& owner, WriteBudget* budget) {
-    const Status s =
-        route_.EraseIfMatch(owner->key(), owner->id(), owner.get(), budget);
-    if (s.ok() || s.code() == StatusCode::kNotFound) return;
+    ParkIfRefused(owner, route_.EraseIfMatch(owner->key(), owner->id(),
+                                             owner.get(), budget));
+  }
+
+  // Unlink for each of a group's removals, in order. The epoch route runs
+  // them as one pass that fetches the members' buckets ahead
+  // (EraseEachIfMatch); another route, one at a time.
+  void UnlinkAll(std::span<Removal> removals, WriteBudget* budget) {
+    if constexpr (requires { typename RouteType::Unlinking; }) {
+      std::vector<typename RouteType::Unlinking> items;
+      items.reserve(removals.size());
+      for (const Removal& r : removals) {
+        items.push_back({r.owner->key(), r.owner->id(), r.owner.get()});
+      }
+      route_.EraseEachIfMatch(
+          std::span<const typename RouteType::Unlinking>(items), budget,
+          [&](std::size_t i, const Status& s) {
+            ParkIfRefused(removals[i].owner, s);
+          });
+    } else {
+      for (const Removal& r : removals) Unlink(r.owner, budget);
+    }
+  }
+
+  void ParkIfRefused(const Owner& owner, const Status& unlinked) {
+    if (unlinked.ok() || unlinked.code() == StatusCode::kNotFound) return;
     MutexLock lock(&pending_mu_);
     pending_.push_back(owner);
     pending_count_.store(pending_.size(), std::memory_order_relaxed);

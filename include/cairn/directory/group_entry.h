@@ -58,7 +58,7 @@ class GroupEntry {
     return lease_deadline_.load(std::memory_order_relaxed);
   }
 
-  // Live members' ids in join order. Locks the group; allocates.
+  // Live members' ids in ascending key order. Locks the group; allocates.
   std::vector<ObjectId> MemberIds() const {
     MutexLock lock(&mu_);
     std::vector<ObjectId> ids;
@@ -81,7 +81,13 @@ class GroupEntry {
     entries_.push_back(std::make_unique<ObjectEntry<Payload>>(
         std::move(init), this, std::move(payload)));
     ObjectEntry<Payload>* e = entries_.back().get();
-    live_.push_back(Member{e->id(), e});
+    // Kept in key order, the order a group transaction locks its members
+    // in (L2), so no transaction sorts them.
+    auto at = std::upper_bound(live_.begin(), live_.end(), e->key(),
+                               [](std::string_view key, const Member& m) {
+                                 return key < m.entry->key();
+                               });
+    live_.insert(at, Member{e->id(), e});
     return e;
   }
   void RemoveMember(const ObjectEntry<Payload>* e) CAIRN_REQUIRES(mu_) {
@@ -108,8 +114,9 @@ class GroupEntry {
   // Every member ever joined; owns their storage until the group dies.
   std::vector<std::unique_ptr<ObjectEntry<Payload>>> entries_
       CAIRN_GUARDED_BY(mu_);
-  // Live members by numeric ObjectId (no second string map); `entry` saves
-  // the id -> entry search when the group transaction locks its members.
+  // Live members in ascending key order, with their numeric ObjectId (no
+  // second string map); `entry` saves the id -> entry search when the group
+  // transaction locks its members.
   struct Member {
     ObjectId id;
     ObjectEntry<Payload>* entry;
