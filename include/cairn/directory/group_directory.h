@@ -969,7 +969,7 @@ class GroupDirectory {
     if (stripes == nullptr) [[unlikely]]
       throw std::bad_alloc();
     const std::uint64_t h = base_internal::MixHash(
-        std::hash<std::string_view>{}(key) ^ 0x9e3779b97f4a7c15ULL);
+        base_internal::RouteHash(key) ^ 0x9e3779b97f4a7c15ULL);
     return stripes[h % stripe_count_].mu;
   }
 
