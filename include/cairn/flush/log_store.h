@@ -111,6 +111,11 @@ struct LogStoreOptions {
   std::size_t max_value_bytes = std::size_t{1} << 20;
   // fdatasync at each sync point (BlockLogOptions::sync).
   bool sync = true;
+  // The log's writes bypass the page cache (BlockLogOptions::direct_io:
+  // O_DIRECT, whole aligned pages); kInvalidArgument from Open if the
+  // filesystem refuses it. Off by default: docs/flush.md has the
+  // measurements.
+  bool direct_io = false;
   FlushMode mode = FlushMode::kReceipts;
   ReceiptPassOptions pass;
   // Full (sealed) blocks that may wait for a flush. A write that finds
