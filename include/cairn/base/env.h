@@ -133,7 +133,7 @@ class Env {
   // filesystems fail one that is not: kInternal, "Invalid argument").
   // Sync is still what makes writes durable (the device's cache, the file's
   // size). kInvalidArgument naming the path if the filesystem refuses
-  // direct I/O (tmpfs before Linux 6.6, some FUSE and network filesystems);
+  // direct I/O (tmpfs on older kernels, some FUSE and network filesystems);
   // a create mode may have made the file by then. This default refuses with
   // kInvalidArgument too: an Env without direct I/O says so rather than
   // handing out a buffered handle.

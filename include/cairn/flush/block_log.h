@@ -83,7 +83,8 @@ struct BlockLogOptions {
   // Not a property of the file: each Create or Open chooses. kInvalidArgument
   // from Create or Open, naming the path, if the filesystem (or the Env)
   // refuses direct I/O: there is no silent fallback. Ignored with read_only.
-  // docs/flush.md has the measurements behind the default.
+  // docs/flush.md has the measurements behind the default
+  // (LogStoreOptions::direct_io says what they found).
   bool direct_io = false;
   // The file layer the log goes through; null means Env::Default(). Not
   // owned: it must outlive the log.
