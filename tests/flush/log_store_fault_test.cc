@@ -10,7 +10,9 @@
 // after some prefix of the operations it accepted, at least as long as the
 // last one a Flush, Checkpoint or Close acknowledged (the durability promise
 // in docs/flush.md). The same check runs at every reopen inside the
-// workload.
+// workload. The sweeps run three ways: writes making room inline, with a
+// flusher, and with direct I/O, where FaultEnv also fails a case that made
+// a misaligned direct call.
 
 #include <atomic>
 #include <cerrno>
