@@ -2,13 +2,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Gate X5, buffered SETs and GETs (docs/flush.md, bench/flush/gates.py):
-//   BM_FlushX5BufferedSet/<logstore|rocksdb|leveldb>/<keys>/real_time/threads:<n>
+//   BM_FlushX5BufferedSet/<logstore|logstore_direct|rocksdb|leveldb>/<keys>/
+//       real_time/threads:<n>
 //       one SET with no per-SET durability: LogStore::Set (8 MiB blocks,
 //       the SET after a block fills writes it and fdatasyncs: back-pressure
 //       with max_sealed_blocks 1), RocksDB and LevelDB Put with
 //       WriteOptions::sync = false (the write-ahead log is written, not
-//       synced). Overwrites of keys uniform over the loaded ones, 1 KiB
-//       values of random bytes. items = SETs. LogStore's counters:
+//       synced); logstore_direct is LogStore with direct_io. Overwrites
+//       of keys uniform over the loaded ones, 1 KiB values of random
+//       bytes. items = SETs. LogStore's counters:
 //       flush_io_share (the fraction of the run's wall time its flushes
 //       spent writing and syncing) and syncs_per_block.
 //   BM_FlushX5BufferedGet/<impl>/<keys>/real_time/threads:<n>

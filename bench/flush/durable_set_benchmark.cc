@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Gate X5, durable SETs (docs/flush.md, bench/flush/gates.py):
-//   BM_FlushX5Durable/<logstore|rocksdb|leveldb>/<keys>/real_time/threads:<n>
+//   BM_FlushX5Durable/<logstore|logstore_direct|rocksdb|leveldb>/<keys>/
+//       real_time/threads:<n>
 // Each operation is one SET acknowledged durable: LogStore::SetDurable
 // (group commit, one fdatasync per group), RocksDB and LevelDB Put with
 // WriteOptions::sync = true (their own group commit of the write-ahead
@@ -11,7 +12,7 @@
 // real file under $CAIRN_BENCH_DIR or /tmp. items = acknowledged SETs.
 //
 // The stores and their tuning: peer_stores.h. LogStore here: fdatasync on,
-// the default max_sealed_blocks.
+// the default max_sealed_blocks; logstore_direct with direct_io.
 
 #include <cstddef>
 #include <string>

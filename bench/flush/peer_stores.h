@@ -11,7 +11,9 @@
 // write-heavy workload: a 64 MiB write buffer (memtable), no compression
 // (the values are random), two background threads (RocksDB; LevelDB has one
 // compaction thread), everything else default. LogStore: 8 MiB blocks,
-// the default 16 partitions, options given by the bench.
+// the default 16 partitions, options given by the bench; logstore_direct
+// is the same LogStore with direct_io on (docs/flush.md, "Direct I/O"), a
+// variant measured beside it, not a peer: the gates do not run it.
 //
 // A peer whose Debian package was missing when the bench was configured is
 // not built (CAIRN_FLUSH_HAVE_ROCKSDB / CAIRN_FLUSH_HAVE_LEVELDB, set by
@@ -271,10 +273,10 @@ inline std::pair<cairn::FlushReport, cairn::FlushReport> TimePeerSets(
   return {before, store.Totals()};
 }
 
-// The implementations this binary was built with: logstore, then the
-// peers whose packages were found.
+// The implementations this binary was built with: logstore and
+// logstore_direct, then the peers whose packages were found.
 inline std::vector<std::string> PeerImpls() {
-  std::vector<std::string> impls = {"logstore"};
+  std::vector<std::string> impls = {"logstore", "logstore_direct"};
 #if CAIRN_FLUSH_HAVE_ROCKSDB
   impls.push_back("rocksdb");
 #endif
@@ -318,8 +320,10 @@ class PeerStores {
       std::fprintf(stderr, "[%s] loading %s with %zu keys\n", bench_.c_str(),
                    impl.c_str(), keys);
       std::string dir = PeerBenchDir(bench_, impl);
-      if (impl == "logstore") {
-        slot = std::make_unique<LogStorePeer>(std::move(dir), keys, logstore_);
+      if (impl == "logstore" || impl == "logstore_direct") {
+        cairn::LogStoreOptions options = logstore_;
+        options.direct_io = impl == "logstore_direct";
+        slot = std::make_unique<LogStorePeer>(std::move(dir), keys, options);
       }
 #if CAIRN_FLUSH_HAVE_ROCKSDB
       if (impl == "rocksdb") {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 
 CAIRN_NAMESPACE_BEGIN
@@ -46,6 +47,11 @@ Status IoError(std::string_view what, std::string_view path, int error) {
     default:
       return InternalError(message);
   }
+}
+
+Result<std::unique_ptr<FileHandle>> Env::NewDirectFile(const std::string& path,
+                                                       FileOpenMode) {
+  return InvalidArgumentError("this Env has no direct I/O: " + path);
 }
 
 std::string DirectoryOf(const std::string& path) {

@@ -141,44 +141,12 @@ class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<FileHandle>> NewFile(const std::string& path,
                                               FileOpenMode mode) override {
-    int flags = O_RDWR;
-    const char* verb = "cannot open";
-    switch (mode) {
-      case FileOpenMode::kCreateExclusive:
-        flags = O_RDWR | O_CREAT | O_EXCL;
-        verb = "cannot create";
-        break;
-      case FileOpenMode::kCreateOrTruncate:
-        flags = O_RDWR | O_CREAT | O_TRUNC;
-        verb = "cannot create";
-        break;
-      case FileOpenMode::kReadWrite:
-        break;
-      case FileOpenMode::kReadOnly:
-        flags = O_RDONLY;
-        break;
-    }
-    const int fd = OpenRetrying(path, flags);
-    if (fd < 0) return IoError(verb, path, errno);
-    // A read-only open of a directory succeeds; a FileHandle is a file.
-    struct stat st;
-    int error = 0;
-    if (::fstat(fd, &st) != 0) {
-      error = errno;
-    } else if (S_ISDIR(st.st_mode)) {
-      error = EISDIR;
-    }
-    if (error != 0) {
-      ::close(fd);
-      return IoError(verb, path, error);
-    }
-    std::unique_ptr<FileHandle> file(new (std::nothrow) PosixFile(
-        path, fd, static_cast<std::uint64_t>(st.st_size)));
-    if (file == nullptr) {
-      ::close(fd);
-      return ResourceExhaustedError("file handle for " + path);
-    }
-    return file;
+    return Open(path, mode, /*direct=*/false);
+  }
+
+  Result<std::unique_ptr<FileHandle>> NewDirectFile(
+      const std::string& path, FileOpenMode mode) override {
+    return Open(path, mode, /*direct=*/true);
   }
 
   Status Rename(const std::string& from, const std::string& to) override {
@@ -282,6 +250,59 @@ class PosixEnv final : public Env {
   Status UnlockFile(std::unique_ptr<FileLock> lock) override {
     if (lock == nullptr) return InvalidArgumentError("no lock to release");
     return static_cast<PosixFileLock&>(*lock).Unlock();
+  }
+
+ private:
+  // NewFile and NewDirectFile: open(2) with O_DIRECT when `direct`.
+  Result<std::unique_ptr<FileHandle>> Open(const std::string& path,
+                                           FileOpenMode mode, bool direct) {
+    int flags = O_RDWR;
+    const char* verb = "cannot open";
+    switch (mode) {
+      case FileOpenMode::kCreateExclusive:
+        flags = O_RDWR | O_CREAT | O_EXCL;
+        verb = "cannot create";
+        break;
+      case FileOpenMode::kCreateOrTruncate:
+        flags = O_RDWR | O_CREAT | O_TRUNC;
+        verb = "cannot create";
+        break;
+      case FileOpenMode::kReadWrite:
+        break;
+      case FileOpenMode::kReadOnly:
+        flags = O_RDONLY;
+        break;
+    }
+    if (direct) flags |= O_DIRECT;
+    const int fd = OpenRetrying(path, flags);
+    if (fd < 0) {
+      // open(2) says EINVAL for O_DIRECT on a filesystem without it (the
+      // other flags here are always valid).
+      if (direct && errno == EINVAL) {
+        return InvalidArgumentError(
+            "the filesystem refuses direct I/O (O_DIRECT) for " + path);
+      }
+      return IoError(verb, path, errno);
+    }
+    // A read-only open of a directory succeeds; a FileHandle is a file.
+    struct stat st;
+    int error = 0;
+    if (::fstat(fd, &st) != 0) {
+      error = errno;
+    } else if (S_ISDIR(st.st_mode)) {
+      error = EISDIR;
+    }
+    if (error != 0) {
+      ::close(fd);
+      return IoError(verb, path, error);
+    }
+    std::unique_ptr<FileHandle> file(new (std::nothrow) PosixFile(
+        path, fd, static_cast<std::uint64_t>(st.st_size)));
+    if (file == nullptr) {
+      ::close(fd);
+      return ResourceExhaustedError("file handle for " + path);
+    }
+    return file;
   }
 };
 

@@ -4,6 +4,7 @@
 #include "cairn/flush/block_log.h"
 
 #include <chrono>
+#include <cstring>
 #include <new>
 #include <random>
 #include <string>
@@ -12,7 +13,35 @@
 #include "cairn/base/internal/coding.h"
 
 CAIRN_NAMESPACE_BEGIN
+
+namespace flush_internal {
+
+AlignedBytes NewAlignedBytes(std::size_t bytes) noexcept {
+  return AlignedBytes(static_cast<char*>(::operator new[](
+      bytes, std::align_val_t{kDirectIoAlignment}, std::nothrow)));
+}
+
+}  // namespace flush_internal
+
 namespace {
+
+// Pages of the data-area image are pages of the file, and every header is
+// one whole page, so a direct log's writes need no other alignment work.
+constexpr std::size_t kPage = kDirectIoAlignment;
+static_assert(kLogFileHeaderBytes % kPage == 0 &&
+              kLogHeaderSlotBytes % kPage == 0 &&
+              kLogBlockDataOffset % kPage == 0);
+
+// A direct write that spans at most this many bytes, padded, is copied into
+// the scratch pages and goes out as one write (a durable SET's usual
+// flush); a longer one goes out from the block image, and its last,
+// partial page from the scratch pages: two writes, but no copy of a block.
+constexpr std::size_t kScratchBytes = std::size_t{64} << 10;
+
+constexpr std::size_t AlignDown(std::size_t x) { return x / kPage * kPage; }
+constexpr std::size_t AlignUp(std::size_t x) {
+  return AlignDown(x + kPage - 1);
+}
 
 // A fresh log id: random_device where it works, mixed with the clock and an
 // address so two logs made in one instant still differ.
@@ -47,6 +76,28 @@ Status BlockLog::CheckBlockBytes(std::size_t block_bytes) {
   return Status::Ok();
 }
 
+Result<BlockLog::Handles> BlockLog::OpenHandles(
+    Env& env, const std::string& path, FileOpenMode mode,
+    const BlockLogOptions& options) {
+  const bool direct = options.direct_io && mode != FileOpenMode::kReadOnly;
+  Result<std::unique_ptr<FileHandle>> file =
+      direct ? env.NewDirectFile(path, mode) : env.NewFile(path, mode);
+  if (!file.ok()) return file.status();
+  Handles handles;
+  handles.file = std::move(file).value();
+  if (direct) {
+    Result<std::unique_ptr<FileHandle>> reader =
+        env.NewFile(path, FileOpenMode::kReadOnly);
+    if (!reader.ok()) return reader.status();
+    handles.reader = std::move(reader).value();
+    handles.scratch = flush_internal::NewAlignedBytes(kScratchBytes);
+    if (handles.scratch == nullptr) {
+      return ResourceExhaustedError("BlockLog scratch pages");
+    }
+  }
+  return handles;
+}
+
 Result<std::unique_ptr<BlockLog>> BlockLog::Create(
     const std::string& path, const BlockLogOptions& options) {
   const std::size_t block_bytes = options.block_bytes;
@@ -57,21 +108,21 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Create(
   if (*exists) return AlreadyExistsError("log file exists: " + path);
   // Truncating, not exclusive: a crash may have left a log.tmp behind.
   const std::string tmp = path + ".tmp";
-  Result<std::unique_ptr<FileHandle>> file =
-      env.NewFile(tmp, FileOpenMode::kCreateOrTruncate);
-  if (!file.ok()) return file.status();
+  Result<Handles> handles =
+      OpenHandles(env, tmp, FileOpenMode::kCreateOrTruncate, options);
+  if (!handles.ok()) return handles.status();
   LogFileInfo info;
   info.block_bytes = block_bytes;
   info.log_id = NewLogId();
   std::unique_ptr<BlockLog> log(new (std::nothrow) BlockLog(
-      std::move(file).value(), path, info, options.sync));
+      std::move(handles).value(), path, info, options.sync));
   if (log == nullptr) return ResourceExhaustedError("BlockLog");
-  char header[kLogFileHeaderBytes];
+  alignas(kDirectIoAlignment) char header[kLogFileHeaderBytes];
   EncodeLogFileHeader(info, std::span<char, kLogFileHeaderBytes>(header));
   CAIRN_RETURN_IF_ERROR(
       log->file_->WriteAt(0, std::string_view(header, sizeof(header))));
   CAIRN_RETURN_IF_ERROR(log->Sync());
-  // The handle stays open across the rename: it is the same file.
+  // The handles stay open across the rename: it is the same file.
   CAIRN_RETURN_IF_ERROR(env.Rename(tmp, path));
   if (options.sync) CAIRN_RETURN_IF_ERROR(env.SyncDir(DirectoryOf(path)));
   return log;
@@ -79,18 +130,20 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Create(
 
 Result<std::unique_ptr<BlockLog>> BlockLog::Open(
     const std::string& path, const BlockLogOptions& options) {
-  Result<std::unique_ptr<FileHandle>> file =
-      Env::OrDefault(options.env)
-          ->NewFile(path, options.read_only ? FileOpenMode::kReadOnly
-                                            : FileOpenMode::kReadWrite);
-  if (!file.ok()) {
-    if (file.status().code() == StatusCode::kNotFound) {
+  Result<Handles> handles = OpenHandles(
+      *Env::OrDefault(options.env), path,
+      options.read_only ? FileOpenMode::kReadOnly : FileOpenMode::kReadWrite,
+      options);
+  if (!handles.ok()) {
+    if (handles.status().code() == StatusCode::kNotFound) {
       return NotFoundError("no log file: " + path);
     }
-    return file.status();
+    return handles.status();
   }
   char header[kLogFileHeaderBytes];
-  Result<std::size_t> n = (*file)->ReadAt(0, header);
+  const FileHandle& reader =
+      handles->reader != nullptr ? *handles->reader : *handles->file;
+  Result<std::size_t> n = reader.ReadAt(0, header);
   if (!n.ok()) return n.status();
   Result<LogFileInfo> info =
       DecodeLogFileHeader(std::span<const char>(header, *n));
@@ -99,7 +152,7 @@ Result<std::unique_ptr<BlockLog>> BlockLog::Open(
                   std::string(info.status().message()) + ": " + path);
   }
   std::unique_ptr<BlockLog> log(new (std::nothrow) BlockLog(
-      std::move(file).value(), path, *info, options.sync));
+      std::move(handles).value(), path, *info, options.sync));
   if (log == nullptr) return ResourceExhaustedError("BlockLog");
   return log;
 }
@@ -116,15 +169,40 @@ Status BlockLog::WriteData(std::uint64_t slot, std::uint32_t offset,
   if (offset > data_bytes() || bytes > data_bytes() - offset) {
     return InvalidArgumentError("write past the end of a block");
   }
-  return file_->WriteAt(BlockOffset(slot) + kLogBlockDataOffset + offset,
-                        std::string_view(data, bytes));
+  const std::uint64_t at = BlockOffset(slot) + kLogBlockDataOffset;
+  if (direct_io()) return WriteDataDirect(at, offset, data, bytes);
+  return file_->WriteAt(at + offset, std::string_view(data, bytes));
+}
+
+Status BlockLog::WriteDataDirect(std::uint64_t at, std::uint32_t offset,
+                                 const char* data, std::size_t bytes) {
+  const char* const image = data - offset;  // aligned: the caller's promise
+  const std::size_t begin = AlignDown(offset);
+  const std::size_t end = offset + bytes;
+  const std::size_t last_page = AlignDown(end);
+  // image[from, end) into the scratch pages, zero to the end of the page:
+  // the bytes past the records are not written yet (appends may be
+  // filling them meanwhile), and zeros end recovery's scan there.
+  auto padded = [&](std::size_t from) {
+    const std::size_t n = end - from;
+    std::memcpy(scratch_.get(), image + from, n);
+    std::memset(scratch_.get() + n, 0, AlignUp(n) - n);
+    return std::string_view(scratch_.get(), AlignUp(n));
+  };
+  if (AlignUp(end) - begin <= kScratchBytes) {
+    return file_->WriteAt(at + begin, padded(begin));
+  }
+  CAIRN_RETURN_IF_ERROR(file_->WriteAt(
+      at + begin, std::string_view(image + begin, last_page - begin)));
+  if (last_page == end) return Status();
+  return file_->WriteAt(at + last_page, padded(last_page));
 }
 
 Status BlockLog::WriteHeader(const LogBlockHeader& header) {
   if (header.used_bytes > data_bytes()) {
     return InvalidArgumentError("header boundary past the end of a block");
   }
-  char slot[kLogHeaderSlotBytes];
+  alignas(kDirectIoAlignment) char slot[kLogHeaderSlotBytes];
   EncodeLogBlockHeader(header, std::span<char, kLogHeaderSlotBytes>(slot));
   return file_->WriteAt(
       BlockOffset(header.slot) + (header.sequence % 2) * kLogHeaderSlotBytes,
@@ -133,7 +211,7 @@ Status BlockLog::WriteHeader(const LogBlockHeader& header) {
 
 Result<LogBlockHeader> BlockLog::ReadHeader(std::uint64_t slot) const {
   char slots[2 * kLogHeaderSlotBytes];
-  Result<std::size_t> n = file_->ReadAt(BlockOffset(slot), slots);
+  Result<std::size_t> n = reader().ReadAt(BlockOffset(slot), slots);
   if (!n.ok()) return n.status();
   bool found = false;
   bool wrong_version = false;
@@ -172,8 +250,8 @@ Status BlockLog::ReadData(std::uint64_t slot, std::uint32_t offset,
     return InvalidArgumentError("read past the end of a block");
   }
   Result<std::size_t> n =
-      file_->ReadAt(BlockOffset(slot) + kLogBlockDataOffset + offset,
-                    std::span<char>(out, bytes));
+      reader().ReadAt(BlockOffset(slot) + kLogBlockDataOffset + offset,
+                      std::span<char>(out, bytes));
   if (!n.ok()) return n.status();
   if (*n != bytes) {
     return DataLossError("log file ends inside block slot " +
@@ -185,13 +263,25 @@ Status BlockLog::ReadData(std::uint64_t slot, std::uint32_t offset,
 Result<std::uint64_t> BlockLog::FileBytes() const { return file_->Size(); }
 
 Status BlockLog::Wipe(std::uint64_t slot) {
-  const std::string zeros(kLogBlockDataOffset + kLogRecordHeaderBytes, '\0');
-  return file_->WriteAt(BlockOffset(slot), zeros);
+  // The whole first page of the data area, not only its first record
+  // header: whole pages, which a direct log can write.
+  alignas(kDirectIoAlignment) static const char
+      kZeros[kLogBlockDataOffset + kPage] = {};
+  return file_->WriteAt(BlockOffset(slot),
+                        std::string_view(kZeros, sizeof(kZeros)));
 }
 
 Status BlockLog::Truncate(std::uint64_t bytes) {
   CAIRN_RETURN_IF_ERROR(file_->Truncate(bytes));
   return Sync();
+}
+
+Status LogBlockBuffer::LoadBoundaryPage(const BlockLog& log) {
+  if (!log.direct_io()) return Status();
+  const std::size_t page = AlignDown(used_);
+  if (page == used_) return Status();
+  return log.ReadData(slot_, static_cast<std::uint32_t>(page), used_ - page,
+                      data_.get() + page);
 }
 
 LogBlockBuffer::LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
@@ -201,7 +291,7 @@ LogBlockBuffer::LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
       slot_(slot),
       capacity_(data_bytes),
       log_id_(log_id),
-      data_(new (std::nothrow) char[data_bytes]) {
+      data_(flush_internal::NewAlignedBytes(data_bytes)) {
   if (data_ == nullptr) capacity_ = 0;
 }
 

@@ -97,6 +97,7 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
   BlockLogOptions log_options;
   log_options.block_bytes = options.block_bytes;
   log_options.sync = options.sync;
+  log_options.direct_io = options.direct_io;
   log_options.env = env;
   if (created) {
     Result<CheckpointFiles> orphan = ListCheckpoints(*env, dir);
@@ -418,6 +419,7 @@ Status LogStore::Recover() {
     if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
     pending->buffer->Resume(scan.end, scan.records, scan.chain,
                             scan.header_sequence, scan.header_used);
+    CAIRN_RETURN_IF_ERROR(pending->buffer->LoadBoundaryPage(*log_));
     watermark = (f.block << 32) | scan.end;
     if (!head_last) {
       pending->buffer->Seal();

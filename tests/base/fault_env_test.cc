@@ -8,8 +8,11 @@
 #include "testing/fault_env.h"
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "gtest/gtest.h"
 
@@ -103,6 +106,74 @@ TEST(FaultEnvTest, GarbageAndTearModesOnlyTouchUnsyncedBytes) {
       EXPECT_EQ(got.substr(1000), std::string(got.size() - 1000, 'u'));
     }
   }
+}
+
+// A byte rewritten with the value it held at the last sync stays when the
+// power is cut in garbage mode (a direct write's rewrite of the durable
+// head of its first page); the bytes the write changed become garbage.
+TEST(FaultEnvTest, GarbageModeKeepsBytesRewrittenUnchanged) {
+  FaultEnv env(5);
+  auto file = MustCreate(env, "/sim/a");
+  ASSERT_TRUE(env.SyncDir("/sim").ok());
+  const std::string synced(1000, 's');
+  ASSERT_TRUE(file->WriteAt(0, synced).ok());
+  ASSERT_TRUE(file->Sync().ok());
+  ASSERT_TRUE(file->WriteAt(0, synced + std::string(3000, 'u')).ok());
+  env.PowerCut(CutMode::kGarbageUnsynced);
+  env.Reboot();
+  const std::string got = env.Contents("/sim/a").value();
+  ASSERT_EQ(got.size(), 4000u);
+  EXPECT_EQ(got.substr(0, 1000), synced);
+  EXPECT_NE(got.substr(1000), std::string(3000, 'u'));
+}
+
+// A direct handle takes only whole aligned pages (offset, length and buffer
+// address), as O_DIRECT does: anything else fails with EINVAL, changes
+// nothing and is counted; a buffered handle of the same file reads
+// anywhere. RefuseDirectIo makes NewDirectFile fail as a filesystem without
+// O_DIRECT does.
+TEST(FaultEnvTest, DirectHandlesTakeAlignedPagesOnly) {
+  FaultEnv env;
+  auto made = env.NewDirectFile("/sim/d", FileOpenMode::kCreateExclusive);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  FileHandle& file = **made;
+  struct alignas(kDirectIoAlignment) Pages {
+    char bytes[2 * kDirectIoAlignment];
+  };
+  auto pages = std::make_unique<Pages>();
+  std::memset(pages->bytes, 'p', sizeof(pages->bytes));
+  const std::string_view page(pages->bytes, kDirectIoAlignment);
+  EXPECT_TRUE(file.WriteAt(kDirectIoAlignment, page).ok());
+  EXPECT_EQ(env.misaligned(), 0u);
+  EXPECT_EQ(file.WriteAt(100, page).code(), StatusCode::kInternal);
+  EXPECT_FALSE(file.WriteAt(0, page.substr(0, 100)).ok());
+  EXPECT_FALSE(
+      file.WriteAt(0, std::string_view(pages->bytes + 1, kDirectIoAlignment))
+          .ok());
+  EXPECT_FALSE(file.Append(page.substr(0, 10)).ok());
+  EXPECT_FALSE(
+      file.ReadAt(1, std::span<char>(pages->bytes, kDirectIoAlignment)).ok());
+  EXPECT_EQ(env.misaligned(), 5u);
+  EXPECT_EQ(env.Contents("/sim/d").value(),
+            std::string(kDirectIoAlignment, '\0') + std::string(page));
+  Result<std::size_t> read =
+      file.ReadAt(0, std::span<char>(pages->bytes, kDirectIoAlignment));
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, kDirectIoAlignment);
+
+  auto buffered = env.NewFile("/sim/d", FileOpenMode::kReadOnly);
+  ASSERT_TRUE(buffered.ok());
+  char three[3];
+  read = (*buffered)->ReadAt(kDirectIoAlignment + 1, three);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(std::string_view(three, *read), "ppp");
+  EXPECT_EQ(env.misaligned(), 5u);
+
+  env.RefuseDirectIo();
+  auto refused = env.NewDirectFile("/sim/e", FileOpenMode::kCreateExclusive);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("/sim/e"), std::string::npos);
+  EXPECT_TRUE(env.NewFile("/sim/e", FileOpenMode::kCreateExclusive).ok());
 }
 
 TEST(FaultEnvTest, KillKeepsEveryWrittenByte) {

@@ -12,12 +12,14 @@
 #include "cairn/flush/log_format.h"
 #include "flush/flush_testing.h"
 #include "testing/counting_env.h"
+#include "testing/fault_env.h"
 
 namespace cairn {
 namespace {
 
 using testing::CountingEnv;
 using testing::EnvCall;
+using testing::FaultEnv;
 using testing::ReadWholeFile;
 using testing::ScratchDir;
 using testing::WriteWholeFile;
@@ -354,6 +356,123 @@ TEST(BlockLogTest, IoGoesThroughTheEnvAndItsFailuresComeBack) {
   env.FailNth(EnvCall::kReadAt, 1, InternalError("injected read failure"));
   EXPECT_EQ(BlockLog::Open(path, options).status().message(),
             "injected read failure");
+}
+
+// Direct I/O (FaultEnv refuses any direct write or read that is not whole
+// aligned pages, and counts it): a data write starts at the start of its
+// first page, rewriting the durable bytes there unchanged, and ends at the
+// end of its last page with zeros past the records, whatever the buffer
+// holds there; a short write is one write, a long one (past the scratch
+// pages) two: its whole pages from the buffer, then its last page. Headers
+// are single pages; reads, at any offset, go through a buffered handle.
+TEST(BlockLogTest, DirectIoWritesWholePagesPaddedWithZeros) {
+  FaultEnv env;
+  BlockLogOptions options;
+  options.block_bytes = 256 * 1024;
+  options.direct_io = true;
+  options.env = &env;
+  const std::string path = env.root() + "/log";
+  auto log = BlockLog::Create(path, options);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_TRUE((*log)->direct_io());
+  const std::uint64_t data_at = (*log)->BlockOffset(0) + kLogBlockDataOffset;
+  ASSERT_TRUE((*log)->WriteHeader({0, 1, 0, 0, 0, 0}).ok());
+
+  LogBlockBuffer buffer(0, LogDataBytes(options.block_bytes), (*log)->log_id());
+  ASSERT_TRUE(buffer.ok());
+  // Writes from the durable boundary to used(), then syncs; returns the
+  // number of writes it took and checks the file's data area: the buffer's
+  // bytes up to used(), then zeros to the end of that page, then nothing.
+  auto flush = [&]() -> std::uint64_t {
+    const std::uint64_t writes = env.writes();
+    EXPECT_TRUE((*log)
+                    ->WriteData(0, buffer.flushed,
+                                buffer.data() + buffer.flushed,
+                                buffer.used() - buffer.flushed)
+                    .ok());
+    EXPECT_TRUE((*log)->Sync().ok());
+    buffer.flushed = buffer.used();
+    const std::string file = env.Contents(path).value_or("");
+    const std::size_t padded = (buffer.used() + 4095) / 4096 * 4096;
+    EXPECT_EQ(file.size(), data_at + padded);
+    EXPECT_EQ(file.substr(data_at, buffer.used()),
+              std::string(buffer.data(), buffer.used()));
+    EXPECT_EQ(file.substr(data_at + buffer.used()),
+              std::string(padded - buffer.used(), '\0'));
+    return env.writes() - writes;
+  };
+  // Past used() the buffer holds a rolled-back record, not zeros.
+  buffer.Append(LogRecordType::kSet, 1, "alpha", std::string(100, 'a'));
+  const LogBlockBuffer::Mark mark = buffer.mark();
+  buffer.Append(LogRecordType::kSet, 1, "undone", std::string(3000, 'u'));
+  buffer.Rollback(mark);
+  EXPECT_EQ(flush(), 1u);
+  // Inside the first page: the page again, from its start.
+  buffer.Append(LogRecordType::kSet, 1, "beta", std::string(2000, 'b'));
+  EXPECT_EQ(flush(), 1u);
+  // Across pages, from the middle of one.
+  buffer.Append(LogRecordType::kSet, 1, "gamma", std::string(9000, 'c'));
+  EXPECT_EQ(flush(), 1u);
+  // Longer than the scratch pages: whole pages from the buffer, then the
+  // last, padded.
+  for (int i = 0; i < 30; ++i) {
+    buffer.Append(LogRecordType::kSet, 1, "delta" + std::to_string(i),
+                  std::string(3000, 'd'));
+  }
+  ASSERT_NE(buffer.used() % 4096, 0u);
+  EXPECT_EQ(flush(), 2u);
+  ASSERT_TRUE((*log)->WriteHeader(buffer.HeaderAtUsed(2)).ok());
+  ASSERT_TRUE((*log)->Wipe(1).ok());
+  EXPECT_EQ(env.misaligned(), 0u);
+
+  // Reads at any offset, through the buffered handle.
+  std::string record(LogRecordBytes(4, 2000), '\0');
+  const std::uint32_t beta_at =
+      static_cast<std::uint32_t>(LogRecordBytes(5, 100));
+  ASSERT_TRUE((*log)->ReadData(0, beta_at, record.size(), record.data()).ok());
+  LogRecordView view;
+  ASSERT_TRUE(
+      DecodeLogRecord(record, 0, {(*log)->log_id(), 0, beta_at}, &view).ok());
+  EXPECT_EQ(view.key, "beta");
+  auto header = (*log)->ReadHeader(0);
+  ASSERT_TRUE(header.ok()) << header.status().message();
+  EXPECT_EQ(header->used_bytes, buffer.used());
+  EXPECT_EQ(env.misaligned(), 0u);
+
+  // Reopened direct, the log reads the same.
+  log->reset();
+  auto reopened = BlockLog::Open(path, options);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().message();
+  EXPECT_TRUE((*reopened)->direct_io());
+  std::string data(buffer.used(), '\0');
+  ASSERT_TRUE((*reopened)->ReadData(0, 0, data.size(), data.data()).ok());
+  EXPECT_EQ(DecodeAll(data, (*reopened)->log_id()).size(), 33u);
+  EXPECT_EQ(env.misaligned(), 0u);
+}
+
+// A filesystem (or an Env) that refuses direct I/O: Create and Open fail
+// with kInvalidArgument naming the path, and never fall back to buffered
+// writes.
+TEST(BlockLogTest, DirectIoRefusedIsInvalidArgument) {
+  FaultEnv env;
+  BlockLogOptions options = SmallBlocks();
+  options.env = &env;
+  const std::string path = env.root() + "/log";
+  ASSERT_TRUE(BlockLog::Create(path, options).ok());
+  env.RefuseDirectIo();
+  options.direct_io = true;
+  Result<std::unique_ptr<BlockLog>> opened = BlockLog::Open(path, options);
+  EXPECT_EQ(opened.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(opened.status().message().find(path), std::string::npos)
+      << opened.status().message();
+  Result<std::unique_ptr<BlockLog>> created =
+      BlockLog::Create(env.root() + "/other", options);
+  EXPECT_EQ(created.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(created.status().message().find("direct I/O"), std::string::npos)
+      << created.status().message();
+  // Read-only (an inspector) needs no direct handle.
+  options.read_only = true;
+  EXPECT_TRUE(BlockLog::Open(path, options).ok());
 }
 
 }  // namespace

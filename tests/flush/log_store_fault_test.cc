@@ -10,7 +10,9 @@
 // after some prefix of the operations it accepted, at least as long as the
 // last one a Flush, Checkpoint or Close acknowledged (the durability promise
 // in docs/flush.md). The same check runs at every reopen inside the
-// workload.
+// workload. The sweeps run three ways: writes making room inline, with a
+// flusher, and with direct I/O, where FaultEnv also fails a case that made
+// a misaligned direct call.
 
 #include <atomic>
 #include <cerrno>
@@ -83,22 +85,36 @@ struct History {
   }
 };
 
-// `flusher`: the store runs with host_flusher and the workload calls
+// How the store runs. `flusher`: with host_flusher, and the workload calls
 // FlushSealed after every other step, as a host's flusher would (on the
 // workload's thread, so that each case is deterministic; a flusher thread
 // runs in ConcurrentSetDurableThenPowerCut and in the crash test).
+// `direct`: direct_io, whose every write FaultEnv checks for alignment.
+struct StoreSetup {
+  bool flusher = false;
+  bool direct = false;
+  std::string Name() const {
+    return std::string(flusher ? " (flusher)" : "") +
+           (direct ? " (direct I/O)" : "");
+  }
+};
+
 LogStoreOptions Options(Env* env, bool checkpoint_on_close,
-                        bool flusher = false) {
+                        StoreSetup setup = {}) {
+  const bool flusher = setup.flusher;
   LogStoreOptions options;
   options.env = env;
   options.partitions = 2;
   options.databases = kDatabases;
-  options.block_bytes = kLogMinBlockBytes;
+  // A direct log gets two data pages, not one, so that its flushes
+  // start and end inside pages and cross them.
+  options.block_bytes = kLogMinBlockBytes + (setup.direct ? 4096 : 0);
   options.max_key_bytes = 16;
   options.max_value_bytes = 1500;
   options.max_sealed_blocks = flusher ? 3 : 2;
   options.host_flusher = flusher;
   options.checkpoint_on_close = checkpoint_on_close;
+  options.direct_io = setup.direct;
   return options;
 }
 
@@ -145,11 +161,11 @@ std::string CheckPrefix(const History& history, const State& got) {
 
 // Opens the store and checks what it recovered against `history`, which
 // then restarts from it. Empty on success, else the failure.
-std::string Reopen(Env* env, bool checkpoint_on_close, bool flusher,
+std::string Reopen(Env* env, bool checkpoint_on_close, StoreSetup setup,
                    History* history, std::unique_ptr<LogStore>* store) {
   store->reset();
   auto opened =
-      LogStore::Open(kStore, Options(env, checkpoint_on_close, flusher));
+      LogStore::Open(kStore, Options(env, checkpoint_on_close, setup));
   if (!opened.ok()) {
     return "Open failed: " + std::string(opened.status().message());
   }
@@ -182,11 +198,12 @@ struct WorkloadRun {
 };
 
 void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run,
-                 bool flusher) {
+                 StoreSetup setup) {
+  const bool flusher = setup.flusher;
   std::mt19937_64 rng(seed);
   const bool checkpoint_on_close = seed % 2 == 0;
   auto opened =
-      LogStore::Open(kStore, Options(env, checkpoint_on_close, flusher));
+      LogStore::Open(kStore, Options(env, checkpoint_on_close, setup));
   if (!opened.ok()) return;  // nothing was accepted
   run->store = std::move(opened).value();
   History& history = run->history;
@@ -241,7 +258,7 @@ void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run,
       if (store.Close().ok()) history.Acknowledge();
       const std::size_t acknowledged = history.durable;
       std::string wrong =
-          Reopen(env, checkpoint_on_close, flusher, &history, &run->store);
+          Reopen(env, checkpoint_on_close, setup, &history, &run->store);
       if (run->store == nullptr) {
         if (run->failure.empty() && !wrong.starts_with("Open failed")) {
           run->failure = wrong;
@@ -263,9 +280,11 @@ void RunWorkload(FaultEnv* env, std::uint64_t seed, WorkloadRun* run,
 enum class Ending : std::uint8_t { kKill, kPowerCut };
 
 // After the workload: the process dies (or the power is cut), the disk
-// reboots healthy, and the store must open and pass the prefix check.
+// reboots healthy, and the store must open and pass the prefix check. A
+// direct write that broke O_DIRECT's alignment rule fails the case too,
+// even if the store survived the error it got.
 std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending, CutMode mode,
-                   bool flusher) {
+                   StoreSetup setup) {
   if (ending == Ending::kKill) {
     env->Kill();
   } else if (!env->dead()) {
@@ -275,8 +294,11 @@ std::string Finish(FaultEnv* env, WorkloadRun* run, Ending ending, CutMode mode,
   env->Reboot();
   run->acknowledged_checked += run->history.durable;
   std::unique_ptr<LogStore> store;
-  std::string wrong = Reopen(env, true, flusher, &run->history, &store);
+  std::string wrong = Reopen(env, true, setup, &run->history, &store);
   if (!run->failure.empty()) return run->failure;
+  if (env->misaligned() != 0) {
+    return std::to_string(env->misaligned()) + " misaligned direct I/O calls";
+  }
   return wrong;
 }
 
@@ -293,10 +315,10 @@ struct Counts {
   std::uint64_t calls, writes, syncs;
 };
 
-Counts CountHealthyRun(bool flusher) {
+Counts CountHealthyRun(StoreSetup setup) {
   FaultEnv env;
   WorkloadRun run;
-  RunWorkload(&env, kSeed, &run, flusher);
+  RunWorkload(&env, kSeed, &run, setup);
   Counts counts{env.calls(), env.writes(), env.syncs()};
   EXPECT_EQ(run.failure, "");
   // The sweeps cover compaction: blocks freed and their slots reused.
@@ -307,23 +329,22 @@ Counts CountHealthyRun(bool flusher) {
       "slots reused\n",
       static_cast<unsigned long long>(run.blocks_freed),
       static_cast<unsigned long long>(run.slots_reused));
-  EXPECT_EQ(Finish(&env, &run, Ending::kKill, CutMode::kDropUnsynced, flusher),
+  EXPECT_EQ(Finish(&env, &run, Ending::kKill, CutMode::kDropUnsynced, setup),
             "");
   return counts;
 }
 
-void SweepEveryCallFailed(bool flusher) {
-  const Counts counts = CountHealthyRun(flusher);
-  SweepTally tally("LogStore", std::string("every call failed") +
-                                   (flusher ? " (flusher)" : ""));
+void SweepEveryCallFailed(StoreSetup setup) {
+  const Counts counts = CountHealthyRun(setup);
+  SweepTally tally("LogStore", std::string("every call failed") + setup.Name());
   for (std::uint64_t i = 1; i <= counts.calls; i += kStride) {
     for (Ending ending : {Ending::kKill, Ending::kPowerCut}) {
       FaultEnv env(i);
       env.FailCall(i, kErrors[i % 3]);
       WorkloadRun run;
-      RunWorkload(&env, kSeed, &run, flusher);
+      RunWorkload(&env, kSeed, &run, setup);
       const std::string failure =
-          Finish(&env, &run, ending, CutMode::kDropUnsynced, flusher);
+          Finish(&env, &run, ending, CutMode::kDropUnsynced, setup);
 
       tally.Add("call " + std::to_string(i) +
                     (ending == Ending::kKill ? " then kill" : " then cut"),
@@ -335,18 +356,17 @@ void SweepEveryCallFailed(bool flusher) {
   tally.Report();
 }
 
-void SweepEveryWriteTorn(bool flusher) {
-  const Counts counts = CountHealthyRun(flusher);
-  SweepTally tally("LogStore", std::string("every write torn") +
-                                   (flusher ? " (flusher)" : ""));
+void SweepEveryWriteTorn(StoreSetup setup) {
+  const Counts counts = CountHealthyRun(setup);
+  SweepTally tally("LogStore", std::string("every write torn") + setup.Name());
   for (std::uint64_t i = 1; i <= counts.writes; i += kStride) {
     FaultEnv env(i);
     std::mt19937_64 rng(i);
     env.TearWrite(i, rng() % 6000);
     WorkloadRun run;
-    RunWorkload(&env, kSeed, &run, flusher);
+    RunWorkload(&env, kSeed, &run, setup);
     const std::string failure =
-        Finish(&env, &run, Ending::kPowerCut, kModes[i % 3], flusher);
+        Finish(&env, &run, Ending::kPowerCut, kModes[i % 3], setup);
 
     tally.Add("write " + std::to_string(i), run.acknowledged_checked, failure);
   }
@@ -355,18 +375,17 @@ void SweepEveryWriteTorn(bool flusher) {
   tally.Report();
 }
 
-void SweepPowerCuts(bool flusher) {
-  const Counts counts = CountHealthyRun(flusher);
-  SweepTally tally("LogStore",
-                   std::string("power cut") + (flusher ? " (flusher)" : ""));
+void SweepPowerCuts(StoreSetup setup) {
+  const Counts counts = CountHealthyRun(setup);
+  SweepTally tally("LogStore", std::string("power cut") + setup.Name());
   for (std::uint64_t i = 1; i <= counts.syncs; i += kStride) {
     for (CutMode mode : kModes) {
       FaultEnv env(i);
       env.CutAfterSync(i, mode);
       WorkloadRun run;
-      RunWorkload(&env, kSeed, &run, flusher);
+      RunWorkload(&env, kSeed, &run, setup);
       const std::string failure =
-          Finish(&env, &run, Ending::kPowerCut, mode, flusher);
+          Finish(&env, &run, Ending::kPowerCut, mode, setup);
 
       tally.Add("cut after sync " + std::to_string(i) + " (" +
                     testing::CutModeName(mode) + ")",
@@ -382,9 +401,9 @@ void SweepPowerCuts(bool flusher) {
     FaultEnv env(c);
     env.CutAtCall(at, mode);
     WorkloadRun run;
-    RunWorkload(&env, kSeed, &run, flusher);
+    RunWorkload(&env, kSeed, &run, setup);
     const std::string failure =
-        Finish(&env, &run, Ending::kPowerCut, mode, flusher);
+        Finish(&env, &run, Ending::kPowerCut, mode, setup);
 
     tally.Add("cut at call " + std::to_string(at) + " (" +
                   testing::CutModeName(mode) + ")",
@@ -399,15 +418,15 @@ void SweepPowerCuts(bool flusher) {
 // (the retry's writes among them), with unsynced bytes turned to garbage:
 // the retry must not put the last durable header at risk (it rewrites the
 // header slot the failed attempt used, never the other one).
-void SweepFailedSyncThenCut(bool flusher) {
+void SweepFailedSyncThenCut(StoreSetup setup) {
   FaultEnv healthy;
   {
     WorkloadRun run;
-    RunWorkload(&healthy, kSeed, &run, flusher);
+    RunWorkload(&healthy, kSeed, &run, setup);
   }
   const std::vector<EnvCall> journal = healthy.journal();
-  SweepTally tally("LogStore", std::string("failed sync, then cut") +
-                                   (flusher ? " (flusher)" : ""));
+  SweepTally tally("LogStore",
+                   std::string("failed sync, then cut") + setup.Name());
   constexpr std::uint64_t kWindow = 12;
   std::uint64_t syncs = 0;
   for (std::uint64_t at = 1; at <= journal.size(); ++at) {
@@ -417,9 +436,9 @@ void SweepFailedSyncThenCut(bool flusher) {
       env.FailCall(at, EIO);
       env.CutAtCall(at + later, CutMode::kGarbageUnsynced);
       WorkloadRun run;
-      RunWorkload(&env, kSeed, &run, flusher);
+      RunWorkload(&env, kSeed, &run, setup);
       const std::string failure = Finish(&env, &run, Ending::kPowerCut,
-                                         CutMode::kGarbageUnsynced, flusher);
+                                         CutMode::kGarbageUnsynced, setup);
 
       tally.Add("sync at call " + std::to_string(at) + " failed, cut " +
                     std::to_string(later) + " calls later",
@@ -429,31 +448,49 @@ void SweepFailedSyncThenCut(bool flusher) {
   tally.Report();
 }
 
-TEST(LogStoreFaultTest, EveryCallFailedInTurn) { SweepEveryCallFailed(false); }
+constexpr StoreSetup kFlusher{.flusher = true};
+// Direct I/O under the same sweeps: every write checked for alignment, the
+// page-start rewrites and the zero padding under every fault.
+constexpr StoreSetup kDirect{.direct = true};
+
+TEST(LogStoreFaultTest, EveryCallFailedInTurn) { SweepEveryCallFailed({}); }
 TEST(LogStoreFaultTest, EveryCallFailedInTurnWithFlusher) {
-  SweepEveryCallFailed(true);
+  SweepEveryCallFailed(kFlusher);
 }
-TEST(LogStoreFaultTest, EveryWriteTornInTurn) { SweepEveryWriteTorn(false); }
+TEST(LogStoreFaultTest, EveryCallFailedInTurnDirectIo) {
+  SweepEveryCallFailed(kDirect);
+}
+TEST(LogStoreFaultTest, EveryWriteTornInTurn) { SweepEveryWriteTorn({}); }
 TEST(LogStoreFaultTest, EveryWriteTornInTurnWithFlusher) {
-  SweepEveryWriteTorn(true);
+  SweepEveryWriteTorn(kFlusher);
+}
+TEST(LogStoreFaultTest, EveryWriteTornInTurnDirectIo) {
+  SweepEveryWriteTorn(kDirect);
 }
 TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCalls) {
-  SweepPowerCuts(false);
+  SweepPowerCuts({});
 }
 TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCallsWithFlusher) {
-  SweepPowerCuts(true);
+  SweepPowerCuts(kFlusher);
+}
+TEST(LogStoreFaultTest, PowerCutAfterEverySyncAndAtRandomCallsDirectIo) {
+  SweepPowerCuts(kDirect);
 }
 TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCall) {
-  SweepFailedSyncThenCut(false);
+  SweepFailedSyncThenCut({});
 }
 TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCallWithFlusher) {
-  SweepFailedSyncThenCut(true);
+  SweepFailedSyncThenCut(kFlusher);
+}
+TEST(LogStoreFaultTest, FailedSyncThenPowerCutAtEachLaterCallDirectIo) {
+  SweepFailedSyncThenCut(kDirect);
 }
 
 // Concurrent durable writers, then a power cut: four threads call
 // SetDurable on keys of their own with increasing values (group commit
 // shares their syncs) until the power is cut at a random call, in each of
-// the three modes; every other round a flusher thread (RunFlusher) flushes
+// the three modes (every third round with direct I/O); every other round a
+// flusher thread (RunFlusher) flushes
 // the sealed blocks beside them, and in half the rounds another thread
 // checkpoints in a loop while they write (X11: the copy races the writers,
 // the cut may fall in its flush or its file). After reboot every key holds
@@ -475,8 +512,11 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
     std::vector<std::vector<int>> acked(kThreads,
                                         std::vector<int>(kKeysPerThread, -1));
     const bool with_flusher = round % 2 == 1;
+    // Every third round writes with direct I/O (the reopen reads it back
+    // buffered, as any later Open may).
+    const StoreSetup setup{.flusher = with_flusher, .direct = round % 3 == 2};
     {
-      auto opened = LogStore::Open(kStore, Options(&env, true, with_flusher));
+      auto opened = LogStore::Open(kStore, Options(&env, true, setup));
       ASSERT_TRUE(opened.ok()) << opened.status().message();
       std::unique_ptr<LogStore> store = std::move(opened).value();
       // Returns the cut's error, or OK once stopped; joined before the
@@ -530,6 +570,9 @@ TEST(LogStoreFaultTest, ConcurrentSetDurableThenPowerCut) {
     std::size_t checked = 0;
     if (!reopened.ok()) {
       failure = "Open failed: " + std::string(reopened.status().message());
+    } else if (env.misaligned() != 0) {
+      failure =
+          std::to_string(env.misaligned()) + " misaligned direct I/O calls";
     }
     for (int t = 0; t < kThreads && failure.empty(); ++t) {
       for (int k = 0; k < kKeysPerThread && failure.empty(); ++k) {

@@ -106,6 +106,15 @@ class CountingEnv final : public Env {
     return std::unique_ptr<FileHandle>(
         new CountingFile(this, std::move(file).value()));
   }
+  // Counted and failed as a NewFile.
+  Result<std::unique_ptr<FileHandle>> NewDirectFile(
+      const std::string& path, FileOpenMode mode) override {
+    if (auto fault = Enter(EnvCall::kNewFile, path)) return fault->status;
+    Result<std::unique_ptr<FileHandle>> file = base_->NewDirectFile(path, mode);
+    if (!file.ok()) return file;
+    return std::unique_ptr<FileHandle>(
+        new CountingFile(this, std::move(file).value()));
+  }
   Status Rename(const std::string& from, const std::string& to) override {
     if (auto fault = Enter(EnvCall::kRename, from)) return fault->status;
     return base_->Rename(from, to);

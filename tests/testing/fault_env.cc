@@ -69,12 +69,13 @@ struct FaultEnv::Fault {
 class FaultEnv::SimFile final : public FileHandle {
  public:
   SimFile(FaultEnv* env, std::string path, std::shared_ptr<Inode> inode,
-          std::uint64_t boot, bool read_only)
+          std::uint64_t boot, bool read_only, bool direct)
       : FileHandle(std::move(path)),
         env_(env),
         inode_(std::move(inode)),
         boot_(boot),
         read_only_(read_only),
+        direct_(direct),
         append_at_(inode_->data.size()) {}
 
   Result<std::size_t> ReadAt(std::uint64_t offset,
@@ -83,6 +84,7 @@ class FaultEnv::SimFile final : public FileHandle {
     if (!v.status.ok()) return v.status;
     std::lock_guard<std::mutex> lock(env_->mu_);
     if (closed_) return Closed();
+    if (!AlignedLocked(offset, out.data(), out.size())) return Misaligned();
     const std::string& data = inode_->data;
     if (offset >= data.size()) return std::size_t{0};
     const std::size_t n =
@@ -138,12 +140,27 @@ class FaultEnv::SimFile final : public FileHandle {
   Status Closed() const {
     return FailedPreconditionError("file is closed: " + path());
   }
+  // O_DIRECT's rule on a direct handle; counts a call that breaks it.
+  bool AlignedLocked(std::uint64_t offset, const char* buffer,
+                     std::size_t bytes) const {
+    if (!direct_ ||
+        (offset % kDirectIoAlignment == 0 && bytes % kDirectIoAlignment == 0 &&
+         reinterpret_cast<std::uintptr_t>(buffer) % kDirectIoAlignment == 0)) {
+      return true;
+    }
+    ++env_->misaligned_;
+    return false;
+  }
+  Status Misaligned() const {
+    return IoError("misaligned direct I/O on", path(), EINVAL);
+  }
   Status Write(EnvCall call, std::uint64_t offset, std::string_view data) {
     Verdict v = env_->Enter(call, path(), boot_);
     if (!v.status.ok() && !v.keep_bytes.has_value()) return v.status;
     std::lock_guard<std::mutex> lock(env_->mu_);
     if (closed_) return Closed();
     if (read_only_) return IoError("cannot write", path(), EBADF);
+    if (!AlignedLocked(offset, data.data(), data.size())) return Misaligned();
     if (v.keep_bytes.has_value()) data = data.substr(0, *v.keep_bytes);
     inode_->Write(offset, data);
     return v.status;
@@ -153,6 +170,7 @@ class FaultEnv::SimFile final : public FileHandle {
   const std::shared_ptr<Inode> inode_;
   const std::uint64_t boot_;
   const bool read_only_;
+  const bool direct_;
   std::uint64_t append_at_;
   bool closed_ = false;  // guarded by env_->mu_
 };
@@ -241,6 +259,11 @@ void FaultEnv::ClearFaults() {
   faults_.clear();
 }
 
+void FaultEnv::RefuseDirectIo() {
+  std::lock_guard<std::mutex> lock(mu_);
+  refuse_direct_ = true;
+}
+
 std::uint64_t FaultEnv::calls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return calls_;
@@ -256,6 +279,11 @@ std::uint64_t FaultEnv::syncs() const {
 std::uint64_t FaultEnv::faults_fired() const {
   std::lock_guard<std::mutex> lock(mu_);
   return faults_fired_;
+}
+
+std::uint64_t FaultEnv::misaligned() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return misaligned_;
 }
 
 std::vector<EnvCall> FaultEnv::journal() const {
@@ -369,8 +397,18 @@ void FaultEnv::CutLocked(CutMode mode) {
         continue;
       }
       if (mode == CutMode::kGarbageUnsynced) {
+        // A byte rewritten with the value it held at the last sync stays:
+        // a direct write rewrites the durable head of its first page, as
+        // the page cache's writeback of that page does unseen; a disk that
+        // garbled such a byte would garble it under buffered I/O too.
         std::string garbage(op.bytes.size(), '\0');
-        for (char& c : garbage) c = static_cast<char>(rng_());
+        for (std::size_t j = 0; j < garbage.size(); ++j) {
+          const char random = static_cast<char>(rng_());
+          const std::uint64_t at = op.offset + j;
+          const bool same =
+              at < inode.synced.size() && inode.synced[at] == op.bytes[j];
+          garbage[j] = same ? op.bytes[j] : random;
+        }
         Inode::Apply(&data, op.offset, garbage);
       } else if (i < keep_ops) {
         Inode::Apply(&data, op.offset, op.bytes);
@@ -438,9 +476,24 @@ std::shared_ptr<FaultEnv::Inode> FaultEnv::FindFileLocked(
 
 Result<std::unique_ptr<FileHandle>> FaultEnv::NewFile(const std::string& path,
                                                       FileOpenMode mode) {
+  return Open(path, mode, /*direct=*/false);
+}
+
+Result<std::unique_ptr<FileHandle>> FaultEnv::NewDirectFile(
+    const std::string& path, FileOpenMode mode) {
+  return Open(path, mode, /*direct=*/true);
+}
+
+Result<std::unique_ptr<FileHandle>> FaultEnv::Open(const std::string& path,
+                                                   FileOpenMode mode,
+                                                   bool direct) {
   Verdict v = Enter(EnvCall::kNewFile, path, kAnyBoot);
   if (!v.status.ok()) return v.status;
   std::lock_guard<std::mutex> lock(mu_);
+  if (direct && refuse_direct_) {
+    return InvalidArgumentError(
+        "the filesystem refuses direct I/O (O_DIRECT) for " + path);
+  }
   CAIRN_RETURN_IF_ERROR(CheckParentLocked(path, "cannot open"));
   std::shared_ptr<Inode> inode = FindFileLocked(path);
   switch (mode) {
@@ -459,8 +512,9 @@ Result<std::unique_ptr<FileHandle>> FaultEnv::NewFile(const std::string& path,
     inode = std::make_shared<Inode>();
     files_[path] = inode;
   }
-  return std::unique_ptr<FileHandle>(new SimFile(
-      this, path, std::move(inode), boot_, mode == FileOpenMode::kReadOnly));
+  return std::unique_ptr<FileHandle>(
+      new SimFile(this, path, std::move(inode), boot_,
+                  mode == FileOpenMode::kReadOnly, direct));
 }
 
 Status FaultEnv::Rename(const std::string& from, const std::string& to) {

@@ -18,7 +18,8 @@
 //       env.CutAtCall(40, CutMode::kGarbageUnsynced);
 //     A cut rolls every file back to its last sync (kDropUnsynced), or
 //     replaces every byte written since then with garbage
-//     (kGarbageUnsynced), or keeps the unsynced writes in order up to a
+//     (kGarbageUnsynced; a byte rewritten with the value it held at the
+//     last sync stays), or keeps the unsynced writes in order up to a
 //     random point, the last one torn at a 512-byte sector (kTearUnsynced);
 //     and it undoes every directory entry created, renamed or removed since
 //     its directory's last SyncDir. The process that owned the files is then
@@ -30,6 +31,13 @@
 // reboots and reopens to check what survived (tests/flush/fault_sweep_test.cc
 // shows the pattern). Paths are plain strings under a root ("/sim" unless
 // given) that exists and is durable from the start.
+//
+// Direct handles (NewDirectFile) hold writes to the rule O_DIRECT does: a
+// ReadAt, WriteAt or Append whose offset, length or buffer address is not a
+// multiple of kDirectIoAlignment fails with EINVAL and writes nothing, and
+// is counted (misaligned()), so a sweep fails on it even where the format
+// survives the error. RefuseDirectIo() makes NewDirectFile fail as a
+// filesystem without O_DIRECT does.
 //
 // Env::Default() retries EINTR below the Env interface, so EINTR is never
 // seen here; the errnos that reach a format are EIO, ENOSPC, EDQUOT and
@@ -101,12 +109,17 @@ class FaultEnv final : public Env {
   void Reboot();
   // Disarms every fault that has not fired.
   void ClearFaults();
+  // From now on NewDirectFile fails with kInvalidArgument, as the POSIX Env
+  // does where the filesystem refuses O_DIRECT.
+  void RefuseDirectIo();
 
   // --- Counters (since construction) --------------------------------------
   std::uint64_t calls() const;
   std::uint64_t writes() const;  // WriteAt and Append calls
   std::uint64_t syncs() const;   // successful Sync and SyncDir calls
   std::uint64_t faults_fired() const;
+  // Direct-handle calls refused for misalignment (the class comment).
+  std::uint64_t misaligned() const;
   // The kind of every call so far, in order (calls()[i] is call i + 1).
   std::vector<EnvCall> journal() const;
 
@@ -120,6 +133,8 @@ class FaultEnv final : public Env {
   // --- Env ----------------------------------------------------------------
   Result<std::unique_ptr<FileHandle>> NewFile(const std::string& path,
                                               FileOpenMode mode) override;
+  Result<std::unique_ptr<FileHandle>> NewDirectFile(const std::string& path,
+                                                    FileOpenMode mode) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status SyncDir(const std::string& dir) override;
   Status Remove(const std::string& path) override;
@@ -154,6 +169,8 @@ class FaultEnv final : public Env {
   bool DirExistsLocked(const std::string& dir) const;
   Status CheckParentLocked(const std::string& path, const char* what) const;
   std::shared_ptr<Inode> FindFileLocked(const std::string& path) const;
+  Result<std::unique_ptr<FileHandle>> Open(const std::string& path,
+                                           FileOpenMode mode, bool direct);
 
   const std::string root_;
   mutable std::mutex mu_;
@@ -164,6 +181,8 @@ class FaultEnv final : public Env {
   std::uint64_t writes_ = 0;
   std::uint64_t syncs_ = 0;
   std::uint64_t faults_fired_ = 0;
+  std::uint64_t misaligned_ = 0;
+  bool refuse_direct_ = false;
   std::vector<EnvCall> journal_;
   std::vector<Fault> faults_;
   // The namespace now, and as of each directory's last SyncDir.

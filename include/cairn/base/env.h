@@ -4,9 +4,10 @@
 // Env: the one file layer every cairn file format goes through (the block
 // log, the LogStore checkpoint, FileDurableLog, the snapshot writer and
 // reader). It opens files and hands out FileHandles (positional read and
-// write, append, fdatasync, truncate, size, close) and does the directory
-// work around them (rename, directory sync, remove, create, list, size,
-// existence, lock). docs/env.md has the contract and how a test plugs in.
+// write, append, fdatasync, truncate, size, close), buffered or direct
+// (bypassing the page cache, for the block log's direct_io), and does the
+// directory work around them (rename, directory sync, remove, create, list,
+// size, existence, lock). docs/env.md has the contract and how a test plugs in.
 //
 // Env::Default() is the POSIX implementation: every call retries EINTR,
 // writes loop over short writes, and a failed system call becomes
@@ -15,7 +16,9 @@
 // by passing its own Env through the options of the format it opens
 // (BlockLogOptions::env, LogStoreOptions::env, ...); null means Default().
 // Every method is virtual so that a test Env can wrap another and fail, or
-// tear (write only a prefix of), any single call.
+// tear (write only a prefix of), any single call. A wrapper that does not
+// forward NewDirectFile refuses direct I/O (the default), never silently
+// turns it into buffered I/O.
 //
 // Thread safety: an Env's methods may be called from any number of threads
 // at once; Default() lives for the whole process. A FileHandle's ReadAt,
@@ -49,6 +52,13 @@ enum class FileOpenMode : std::uint8_t {
   kReadWrite,         // an existing file; kNotFound if there is none
   kReadOnly,          // an existing file, writes refused
 };
+
+// The alignment a direct handle (Env::NewDirectFile) needs: the offset, the
+// length and the buffer address of each of its reads and writes are
+// multiples of this. 4096 is a multiple of the logical block size of
+// common disks (512 or 4096 bytes), so it is right without asking the
+// device (BLKSSZGET).
+inline constexpr std::size_t kDirectIoAlignment = 4096;
 
 // An open file. Destroying it closes it and drops any close error; call
 // Close() to see that error.
@@ -117,6 +127,18 @@ class Env {
   // kInvalidArgument.
   virtual Result<std::unique_ptr<FileHandle>> NewFile(const std::string& path,
                                                       FileOpenMode mode) = 0;
+  // Opens `path` as NewFile does, for direct I/O: the handle's reads and
+  // writes bypass the page cache (POSIX: O_DIRECT), so each one's offset,
+  // length and buffer address must be multiples of kDirectIoAlignment (most
+  // filesystems fail one that is not: kInternal, "Invalid argument").
+  // Sync is still what makes writes durable (the device's cache, the file's
+  // size). kInvalidArgument naming the path if the filesystem refuses
+  // direct I/O (tmpfs on older kernels, some FUSE and network filesystems);
+  // a create mode may have made the file by then. This default refuses with
+  // kInvalidArgument too: an Env without direct I/O says so rather than
+  // handing out a buffered handle.
+  virtual Result<std::unique_ptr<FileHandle>> NewDirectFile(
+      const std::string& path, FileOpenMode mode);
   // Renames `from` over `to` (atomically replacing it, as rename(2)).
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // Makes the directory's entries durable (a created, renamed or removed

@@ -6,6 +6,18 @@
 // with fdatasync, all through an Env (cairn/base/env.h); and LogBlockBuffer,
 // the in-memory image of the block being filled.
 //
+// Direct I/O (BlockLogOptions::direct_io): the log's writes bypass the page
+// cache (Env::NewDirectFile, O_DIRECT), in whole aligned pages: the file
+// header and each block header are one 4 KiB page at a 4 KiB offset already,
+// and a data write covers the pages its bytes touch, from the start of the
+// first (its bytes below the write, durable already, go again unchanged) to
+// the end of the last, zero past the last record (recovery stops at zeros:
+// no record type is 0). Reads go through a second, buffered handle of the
+// same file: unaligned reads need no bounce buffer, and Linux keeps the two
+// coherent (a direct write drops the cached pages it covers, before and
+// after it, so a read that begins once the write returned sees its bytes;
+// the log reads a record only once a sync after its write returned).
+//
 // Flush protocol (the host's, e.g. LogStore's): write the new records of
 // every block being flushed (data from its last durable boundary up to the
 // new one) and, as a hint, each block's header naming the boundary an
@@ -30,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -39,6 +52,21 @@
 #include "cairn/flush/log_format.h"
 
 CAIRN_NAMESPACE_BEGIN
+
+namespace flush_internal {
+
+// Bytes aligned to kDirectIoAlignment, as direct I/O needs (a block
+// buffer, the log's scratch pages).
+struct AlignedDelete {
+  void operator()(char* p) const noexcept {
+    ::operator delete[](p, std::align_val_t{kDirectIoAlignment});
+  }
+};
+using AlignedBytes = std::unique_ptr<char[], AlignedDelete>;
+// Null if memory ran out.
+AlignedBytes NewAlignedBytes(std::size_t bytes) noexcept;
+
+}  // namespace flush_internal
 
 struct BlockLogOptions {
   // Block size in bytes, a multiple of 4096 in [kLogMinBlockBytes,
@@ -51,6 +79,13 @@ struct BlockLogOptions {
   // Open only: open the file read-only (an inspector; every write then
   // fails). Create ignores it.
   bool read_only = false;
+  // Writes bypass the page cache (see the top of this file); reads do not.
+  // Not a property of the file: each Create or Open chooses. kInvalidArgument
+  // from Create or Open, naming the path, if the filesystem (or the Env)
+  // refuses direct I/O: there is no silent fallback. Ignored with read_only.
+  // docs/flush.md has the measurements behind the default
+  // (LogStoreOptions::direct_io says what they found).
+  bool direct_io = false;
   // The file layer the log goes through; null means Env::Default(). Not
   // owned: it must outlive the log.
   Env* env = nullptr;
@@ -87,6 +122,7 @@ class BlockLog {
   const std::string& path() const noexcept { return path_; }
   // The id every record checksum of this log is seeded with.
   std::uint64_t log_id() const noexcept { return log_id_; }
+  bool direct_io() const noexcept { return reader_ != nullptr; }
   // File offset of block slot `slot`'s first header slot. Blocks are
   // numbered in log order (LogBlockHeader::block, the number their records
   // are seeded with) and sit in slots: the host chooses a block's slot, and
@@ -101,7 +137,11 @@ class BlockLog {
   // `header` into header slot header.sequence % 2 of block slot header.slot;
   // Sync is fdatasync (nothing when
   // options.sync is false). kInternal (kResourceExhausted for a full disk)
-  // on an I/O error.
+  // on an I/O error. With direct_io, `data - offset` must be the start of
+  // the block's data-area image, aligned to kDirectIoAlignment (a
+  // LogBlockBuffer's data() is), whose bytes below `offset` in the page
+  // holding it are the block's durable bytes there: the write goes out in
+  // whole pages from that page's start, zero past `offset + bytes`.
   Status WriteData(std::uint64_t slot, std::uint32_t offset, const char* data,
                    std::size_t bytes);
   Status WriteHeader(const LogBlockHeader& header);
@@ -118,24 +158,48 @@ class BlockLog {
   Status ReadData(std::uint64_t slot, std::uint32_t offset, std::size_t bytes,
                   char* out) const;
   Result<std::uint64_t> FileBytes() const;
-  // Overwrites block slot `slot`'s two header slots and the first record
-  // header of its data area with zeros (not synced): the slot then names no
-  // block and its first record validates at no seat. Recovery's use, for a
-  // block it dropped.
+  // Overwrites block slot `slot`'s two header slots and the first page of
+  // its data area (its first record header) with zeros (not synced): the slot
+  // then names no block and its first record validates at no seat. Recovery's
+  // use, for a block it dropped.
   Status Wipe(std::uint64_t slot);
   // Cuts the file to `bytes` and syncs.
   Status Truncate(std::uint64_t bytes);
 
  private:
-  BlockLog(std::unique_ptr<FileHandle> file, std::string path,
-           const LogFileInfo& info, bool sync)
-      : file_(std::move(file)),
+  // The handles of one log file: `file` takes the writes (direct or not);
+  // `reader`, the buffered handle reads go through when `file` is direct,
+  // is null otherwise (`file` reads too); `scratch` is the direct log's.
+  struct Handles {
+    std::unique_ptr<FileHandle> file;
+    std::unique_ptr<FileHandle> reader;
+    flush_internal::AlignedBytes scratch;
+  };
+  // Opens `path` as `options` say, the write handle as `mode` says.
+  static Result<Handles> OpenHandles(Env& env, const std::string& path,
+                                     FileOpenMode mode,
+                                     const BlockLogOptions& options);
+  BlockLog(Handles handles, std::string path, const LogFileInfo& info,
+           bool sync)
+      : file_(std::move(handles.file)),
+        reader_(std::move(handles.reader)),
+        scratch_(std::move(handles.scratch)),
         path_(std::move(path)),
         block_bytes_(info.block_bytes),
         log_id_(info.log_id),
         sync_(sync) {}
+  const FileHandle& reader() const noexcept {
+    return reader_ != nullptr ? *reader_ : *file_;
+  }
+  // WriteData with direct_io: `at` is the data area's file offset.
+  Status WriteDataDirect(std::uint64_t at, std::uint32_t offset,
+                         const char* data, std::size_t bytes);
 
   const std::unique_ptr<FileHandle> file_;
+  const std::unique_ptr<FileHandle> reader_;
+  // direct_io: a small write is copied here and padded, so that it goes
+  // out as one aligned write (writes come from one thread at a time).
+  const flush_internal::AlignedBytes scratch_;
   const std::string path_;
   const std::size_t block_bytes_;
   const std::uint64_t log_id_;
@@ -149,7 +213,8 @@ class BlockLog {
 // always fits.
 class LogBlockBuffer {
  public:
-  // Allocates data_bytes (the block's data area) for block `block` of the
+  // Allocates data_bytes (the block's data area, aligned to
+  // kDirectIoAlignment for a direct log's writes) for block `block` of the
   // log `log_id`, in block slot `slot`. Check ok() afterwards: a failed
   // allocation leaves a buffer that accepts nothing.
   LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
@@ -184,6 +249,11 @@ class LogBlockBuffer {
   void Resume(std::uint32_t used, std::uint32_t records, std::uint64_t chain,
               std::uint32_t on_disk_sequence,
               std::uint32_t on_disk_used) noexcept;
+  // After Resume: if `log` is direct, reads the durable bytes of the page
+  // holding used() from its block slot slot() into the buffer, since the
+  // next flush writes that page again from its start; nothing otherwise.
+  // The log's read error if that fails.
+  Status LoadBoundaryPage(const BlockLog& log);
   // The state before an append, to undo that append (Rollback) while no
   // one else appended or flushed since (the host's lock held throughout).
   struct Mark {
@@ -224,7 +294,7 @@ class LogBlockBuffer {
   std::uint32_t slot_;
   std::size_t capacity_;
   std::uint64_t log_id_;
-  std::unique_ptr<char[]> data_;
+  flush_internal::AlignedBytes data_;
   std::uint32_t used_ = 0;
   std::uint32_t records_ = 0;
   std::uint64_t chain_ = 0;
