@@ -271,5 +271,47 @@ TEST(RouteReclamationTest, ErasedObjectsChargeRetainedNotCountedBytes) {
   dir.reset();
 }
 
+// EraseGroup unlinks its members through the route's staged
+// EraseEachIfMatch under the group lock, never waiting for retire budget:
+// with the cap full (a guard held, so nothing is reclaimed) the refused
+// unlinks are parked, the group is gone all the same, and the next write
+// after the guard ends unlinks them. 20 members: more than one prefetch
+// window of 8.
+TEST(RouteReclamationTest, EraseGroupParksUnlinksTheCapRefuses) {
+  EpochOptions epoch_options;
+  epoch_options.retired_bytes_cap = 4 << 10;
+  epoch_options.reclaim_deadline = milliseconds(2);
+  EpochDomain domain(epoch_options);
+  DirectoryOptions options;
+  options.route.epoch_domain = &domain;
+  auto dir = std::make_unique<Directory>(std::move(options));
+  constexpr int kMembers = 20;
+  for (int i = 0; i < kMembers; ++i) {
+    ASSERT_TRUE(dir->Create(testing::Key("m", i), testing::InGroup("g")).ok());
+  }
+  ASSERT_TRUE(domain.Barrier().ok());
+  {
+    Guard guard = domain.EnterOnThisThread();
+    ASSERT_TRUE(dir->EraseGroup("g").ok());
+    const std::size_t parked = dir->Diagnostics().pending_unlinks;
+    EXPECT_GT(parked, 0u) << "the cap never refused an unlink";
+    EXPECT_LT(parked, static_cast<std::size_t>(kMembers))
+        << "the cap refused every unlink";
+    EXPECT_EQ(dir->Diagnostics().route.entries, parked);
+    EXPECT_LE(domain.Diagnostics().retired_bytes,
+              epoch_options.retired_bytes_cap);
+  }
+  for (int i = 0; i < kMembers; ++i) {
+    EXPECT_EQ(dir->WithObject(testing::Key("m", i), [](const auto&) {}).code(),
+              StatusCode::kNotFound);
+  }
+  EXPECT_EQ(dir->object_count(), 0u);
+  ASSERT_TRUE(domain.Barrier().ok());
+  ASSERT_TRUE(dir->Create("after").ok());
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(dir->Diagnostics().pending_unlinks, 0u);
+  EXPECT_EQ(dir->Diagnostics().route.entries, 1u);
+}
+
 }  // namespace
 }  // namespace cairn

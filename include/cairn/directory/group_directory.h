@@ -2492,21 +2492,30 @@ class GroupDirectory {
                                              owner.get(), budget));
   }
 
-  // Unlink for each of a group's removals, in order. The epoch route runs
-  // them as one pass that fetches the members' buckets ahead
-  // (EraseEachIfMatch); another route, one at a time.
+  // Unlink for each of a group's removals, in order. A route that has
+  // EraseEachIfMatch (the epoch route) runs them in chunks that fetch the
+  // members' buckets ahead; another route, one at a time. Allocates
+  // nothing: it runs after the removals are committed, where an allocation
+  // failure could not be undone.
   void UnlinkAll(std::span<Removal> removals, WriteBudget* budget) {
-    if constexpr (requires { typename RouteType::Unlinking; }) {
-      std::vector<typename RouteType::Unlinking> items;
-      items.reserve(removals.size());
-      for (const Removal& r : removals) {
-        items.push_back({r.owner->key(), r.owner->id(), r.owner.get()});
+    if constexpr (requires(std::span<const typename RouteType::Unlinking> u) {
+                    route_.EraseEachIfMatch(u, budget,
+                                            [](std::size_t, const Status&) {});
+                  }) {
+      constexpr std::size_t kChunk = 8;
+      typename RouteType::Unlinking items[kChunk];
+      for (std::size_t base = 0; base < removals.size(); base += kChunk) {
+        const std::size_t n = std::min(kChunk, removals.size() - base);
+        for (std::size_t i = 0; i < n; ++i) {
+          const Owner& owner = removals[base + i].owner;
+          items[i] = {owner->key(), owner->id(), owner.get()};
+        }
+        route_.EraseEachIfMatch(
+            std::span<const typename RouteType::Unlinking>(items, n), budget,
+            [&](std::size_t i, const Status& s) {
+              ParkIfRefused(removals[base + i].owner, s);
+            });
       }
-      route_.EraseEachIfMatch(
-          std::span<const typename RouteType::Unlinking>(items), budget,
-          [&](std::size_t i, const Status& s) {
-            ParkIfRefused(removals[i].owner, s);
-          });
     } else {
       for (const Removal& r : removals) Unlink(r.owner, budget);
     }

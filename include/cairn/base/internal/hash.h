@@ -35,8 +35,9 @@ struct KeyEq {
   }
 };
 
-// Spreads the key hash so bucket choice and in-bucket slot choice use
-// independent bits.
+// A 64-bit finaliser: spreads a hash's entropy over all its bits (the
+// directory's lifecycle stripes use it over the route hash, so a key's
+// stripe does not follow its route bucket).
 [[gnu::always_inline]] inline std::uint64_t MixHash(std::uint64_t h) noexcept {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
