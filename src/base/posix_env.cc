@@ -254,8 +254,9 @@ class PosixEnv final : public Env {
 
  private:
   // NewFile and NewDirectFile: open(2) with O_DIRECT when `direct`.
-  Result<std::unique_ptr<FileHandle>> Open(const std::string& path,
-                                           FileOpenMode mode, bool direct) {
+  static Result<std::unique_ptr<FileHandle>> Open(const std::string& path,
+                                                  FileOpenMode mode,
+                                                  bool direct) {
     int flags = O_RDWR;
     const char* verb = "cannot open";
     switch (mode) {

@@ -1028,6 +1028,12 @@ static_assert(DirectoryRoute<ObjectRouteIndex, TestPayload>);
 static_assert(DirectoryRoute<LockedRoute, TestPayload>);
 static_assert(DirectoryRoute<FlakyRoute, TestPayload>);
 static_assert(DirectoryRoute<FlakyRoute, EmptyPayload>);
+// A group's unlinks take the epoch route's staged EraseEachIfMatch; the
+// test routes, which lack it, unlink one by one.
+static_assert(directory_internal::UnlinksEach<
+              ObjectRouteIndex<ObjectEntry<TestPayload>>>);
+static_assert(
+    !directory_internal::UnlinksEach<LockedRoute<ObjectEntry<TestPayload>>>);
 static_assert(!DirectoryRoute<RouteWithoutVisit, TestPayload>);
 
 TEST(GroupDirectoryRouteErrorTest, PublishErrorLeavesNoState) {

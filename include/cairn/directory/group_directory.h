@@ -90,6 +90,20 @@ CAIRN_NAMESPACE_BEGIN
 
 namespace directory_internal {
 class GroupDirectoryTestPeer;
+
+// The callback archetype of a route's EraseEachIfMatch (declared only).
+struct UnlinkDone {
+  void operator()(std::size_t index, const Status& status) const;
+};
+
+// A route with ObjectRouteIndex's optional EraseEachIfMatch
+// (docs/route.md): a group's unlinks go through it.
+template <typename R>
+concept UnlinksEach = requires(R& r, std::span<const typename R::Unlinking> u,
+                               typename R::WriteBudget* budget) {
+  r.EraseEachIfMatch(u, budget, UnlinkDone{});
+};
+
 }  // namespace directory_internal
 
 // Route must satisfy DirectoryRoute (a static_assert, not a requires-clause:
@@ -2498,10 +2512,7 @@ class GroupDirectory {
   // nothing: it runs after the removals are committed, where an allocation
   // failure could not be undone.
   void UnlinkAll(std::span<Removal> removals, WriteBudget* budget) {
-    if constexpr (requires(std::span<const typename RouteType::Unlinking> u) {
-                    route_.EraseEachIfMatch(u, budget,
-                                            [](std::size_t, const Status&) {});
-                  }) {
+    if constexpr (directory_internal::UnlinksEach<RouteType>) {
       constexpr std::size_t kChunk = 8;
       typename RouteType::Unlinking items[kChunk];
       for (std::size_t base = 0; base < removals.size(); base += kChunk) {
