@@ -1604,13 +1604,13 @@ class GroupDirectory {
   }
 
   // The group's live members in ascending key order, the order a group
-  // transaction locks them in (L2; the group keeps them in that order).
-  // Allocates the list.
+  // transaction locks them in (L2; GroupEntry::MembersByKey). Allocates the
+  // list.
   static std::vector<Entry*> SortedMembers(const Group* group)
       CAIRN_REQUIRES(group->mu_) {
     std::vector<Entry*> members;
     members.reserve(group->live_.size());
-    for (const auto& m : group->live_) members.push_back(m.entry);
+    for (const auto& m : group->MembersByKey()) members.push_back(m.entry);
     return members;
   }
 

@@ -63,7 +63,7 @@ class GroupEntry {
     MutexLock lock(&mu_);
     std::vector<ObjectId> ids;
     ids.reserve(live_.size());
-    for (const Member& m : live_) ids.push_back(m.id);
+    for (const Member& m : MembersByKey()) ids.push_back(m.id);
     return ids;
   }
   std::size_t member_count() const {
@@ -81,14 +81,27 @@ class GroupEntry {
     entries_.push_back(std::make_unique<ObjectEntry<Payload>>(
         std::move(init), this, std::move(payload)));
     ObjectEntry<Payload>* e = entries_.back().get();
-    // Kept in key order, the order a group transaction locks its members
-    // in (L2), so no transaction sorts them.
-    auto at = std::upper_bound(live_.begin(), live_.end(), e->key(),
-                               [](std::string_view key, const Member& m) {
-                                 return key < m.entry->key();
-                               });
-    live_.insert(at, Member{e->id(), e});
+    if (!live_.empty() && e->key() < live_.back().entry->key()) {
+      live_sorted_ = false;
+    }
+    live_.push_back(Member{e->id(), e});
     return e;
+  }
+  // The live members in ascending key order, the order a group transaction
+  // locks them in (L2). Joins append; the first caller after a join out of
+  // key order sorts the list, so members that join in key order are never
+  // sorted, and a group of n restored in any order is sorted once (not n
+  // inserts into the middle).
+  struct Member;
+  const std::vector<Member>& MembersByKey() const CAIRN_REQUIRES(mu_) {
+    if (!live_sorted_) {
+      std::sort(live_.begin(), live_.end(),
+                [](const Member& a, const Member& b) {
+                  return a.entry->key() < b.entry->key();
+                });
+      live_sorted_ = true;
+    }
+    return live_;
   }
   void RemoveMember(const ObjectEntry<Payload>* e) CAIRN_REQUIRES(mu_) {
     auto it = std::find_if(live_.begin(), live_.end(),
@@ -114,14 +127,17 @@ class GroupEntry {
   // Every member ever joined; owns their storage until the group dies.
   std::vector<std::unique_ptr<ObjectEntry<Payload>>> entries_
       CAIRN_GUARDED_BY(mu_);
-  // Live members in ascending key order, with their numeric ObjectId (no
-  // second string map); `entry` saves the id -> entry search when the group
-  // transaction locks its members.
+  // Live members with their numeric ObjectId (no second string map);
+  // `entry` saves the id -> entry search when the group transaction locks
+  // its members. In join order until MembersByKey() sorts them (mutable:
+  // the order is a cache; the set changes only under the lock, by joins
+  // and departures).
   struct Member {
     ObjectId id;
     ObjectEntry<Payload>* entry;
   };
-  std::vector<Member> live_ CAIRN_GUARDED_BY(mu_);
+  mutable std::vector<Member> live_ CAIRN_GUARDED_BY(mu_);
+  mutable bool live_sorted_ CAIRN_GUARDED_BY(mu_) = true;
 };
 
 CAIRN_NAMESPACE_END
