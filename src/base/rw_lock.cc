@@ -9,20 +9,15 @@
 
 #include "cairn/base/rw_lock.h"
 
-#if !defined(__linux__)
-#error "RwLock parks on a Linux futex"
-#endif
-
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
 #include <thread>
+
+#include "cairn/base/internal/futex.h"
 
 CAIRN_NAMESPACE_BEGIN
 namespace base_internal {
@@ -49,41 +44,6 @@ std::uint64_t BiasClockSlow() noexcept {
 }
 
 namespace {
-
-// Spins before a thread sleeps: a critical section under an object lock is a
-// few hundred nanoseconds, shorter than a futex round trip.
-constexpr int kSpins = 64;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-std::uint32_t* Address(std::atomic<std::uint32_t>& word) {
-  // std::atomic<std::uint32_t> is a lock-free 4-byte object (static_assert in
-  // the header) whose representation is the value, which is what a futex
-  // compares.
-  return reinterpret_cast<std::uint32_t*>(&word);
-}
-
-// Sleeps while *word == expected (the kernel compares atomically with
-// queueing the thread), until woken by a FutexWake whose bitset intersects
-// `bitset`. Returns early on a changed word, a signal or a spurious wakeup:
-// callers re-read the word and loop.
-void FutexWait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
-               std::uint32_t bitset) {
-  syscall(SYS_futex, Address(word), FUTEX_WAIT_BITSET_PRIVATE, expected,
-          nullptr, nullptr, bitset);
-}
-
-void FutexWake(std::atomic<std::uint32_t>& word, int count,
-               std::uint32_t bitset) {
-  syscall(SYS_futex, Address(word), FUTEX_WAKE_BITSET_PRIVATE, count, nullptr,
-          nullptr, bitset);
-}
 
 // Waits until `slot` no longer names `lock`: the biased reader's section
 // is usually short, but it may be preempted (or run a callback), so spin,

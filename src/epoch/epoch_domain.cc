@@ -1660,17 +1660,25 @@ class BagCache {
 
 thread_local BagCache bag_cache;
 
+// ThisThreadBag when the last bag used is not this core's: out of line, so
+// that the check in front of it inlines into every retire.
+[[gnu::noinline]] Bag* ThisThreadBagSlow(const std::shared_ptr<DomainCore>& core,
+                                         bool bind) {
+  if (bag_cache_gone) return nullptr;
+  return bind ? bag_cache.Bind(core) : bag_cache.Find(core);
+}
+
 // The calling thread's bag for `core`, bound on first use (`bind`; else
 // null if it has none yet), or null once the thread's cairn state is torn
 // down (a deleter or destructor running at thread exit).
-Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core, bool bind = true) {
+inline Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core,
+                          bool bind = true) {
   const LastBag& last = last_bag;
   if (last.read_side == &core->read_side &&
-      last.nonce == core->read_side.nonce) {
+      last.nonce == core->read_side.nonce) [[likely]] {
     return last.bag;
   }
-  if (bag_cache_gone) return nullptr;
-  return bind ? bag_cache.Bind(core) : bag_cache.Find(core);
+  return ThisThreadBagSlow(core, bind);
 }
 
 }  // namespace epoch_internal
