@@ -4,6 +4,7 @@
 #include "cairn/flush/log_store.h"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <new>
 #include <string>
@@ -1254,15 +1255,25 @@ Status CheckRecord(const LogRecordView& record, std::string_view key,
 
 Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
                               std::string* value) const {
-  std::string record_bytes(loc.length, '\0');
-  CAIRN_RETURN_IF_ERROR(
-      log_->ReadData(loc.slot(), loc.offset, loc.length, record_bytes.data()));
+  // The whole record is read into *value and the value moved to its front:
+  // no buffer of its own to allocate, and the value's bytes copied once.
+  value->resize(loc.length);
+  Status s = log_->ReadData(loc.slot(), loc.offset, loc.length, value->data());
   LogRecordView record;
-  CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
-      std::span<const char>(record_bytes.data(), record_bytes.size()), 0,
-      {log_->log_id(), loc.block, loc.offset}, &record));
-  CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
-  value->assign(record.value);
+  if (s.ok()) {
+    s = DecodeLogRecord(std::span<const char>(value->data(), value->size()), 0,
+                        {log_->log_id(), loc.block, loc.offset}, &record);
+  }
+  if (s.ok()) s = CheckRecord(record, key, loc.length);
+  if (!s.ok()) {
+    value->clear();
+    return s;
+  }
+  const std::size_t at = static_cast<std::size_t>(record.value.data() -
+                                                  value->data());
+  const std::size_t n = record.value.size();
+  std::memmove(value->data(), value->data() + at, n);
+  value->resize(n);
   return Status();
 }
 
