@@ -1,10 +1,10 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// MutexCore's slow paths (Mutex's word). The word is 0 (free), 1 (held) or 2 (held, and a
-// thread may be asleep on it). A thread that sleeps first stores 2, and
-// FutexWait sleeps only while the word still reads 2, so an Unlock (which
-// stores 0 and wakes one thread if it read 2) cannot slip between the
+// MutexCore's slow paths (Mutex's word). The word is 0 (free), 1 (held) or 2
+// (held, and a thread may be asleep on it). A thread that sleeps first stores
+// 2, and FutexWait sleeps only while the word still reads 2, so an Unlock
+// (which stores 0 and wakes one thread if it read 2) cannot slip between the
 // store and the sleep unnoticed. A woken thread takes the lock by storing
 // 2 again, conservatively: there may be other sleepers, and the next
 // Unlock must wake one. docs/concurrency.md, "Mutex".

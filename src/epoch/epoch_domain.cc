@@ -1662,8 +1662,8 @@ thread_local BagCache bag_cache;
 
 // ThisThreadBag when the last bag used is not this core's: out of line, so
 // that the check in front of it inlines into every retire.
-[[gnu::noinline]] Bag* ThisThreadBagSlow(const std::shared_ptr<DomainCore>& core,
-                                         bool bind) {
+[[gnu::noinline]] Bag* ThisThreadBagSlow(
+    const std::shared_ptr<DomainCore>& core, bool bind) {
   if (bag_cache_gone) return nullptr;
   return bind ? bag_cache.Bind(core) : bag_cache.Find(core);
 }
@@ -1674,8 +1674,8 @@ thread_local BagCache bag_cache;
 inline Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core,
                           bool bind = true) {
   const LastBag& last = last_bag;
-  if (last.read_side == &core->read_side &&
-      last.nonce == core->read_side.nonce) [[likely]] {
+  if (last.read_side == &core->read_side && last.nonce == core->read_side.nonce)
+      [[likely]] {
     return last.bag;
   }
   return ThisThreadBagSlow(core, bind);

@@ -1269,8 +1269,8 @@ Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
     value->clear();
     return s;
   }
-  const std::size_t at = static_cast<std::size_t>(record.value.data() -
-                                                  value->data());
+  const std::size_t at =
+      static_cast<std::size_t>(record.value.data() - value->data());
   const std::size_t n = record.value.size();
   std::memmove(value->data(), value->data() + at, n);
   value->resize(n);

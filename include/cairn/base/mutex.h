@@ -11,13 +11,13 @@
 // cairn's lock discipline.
 //
 // Mutex is one 32-bit word parked on a Linux futex (0 free, 1 held, 2 held
-// with sleepers possible; base_internal::MutexCore): an uncontended Lock and Unlock are one atomic
-// instruction each, inline, where std::mutex calls into pthread (about 70
-// instructions per pair, measured with callgrind on the route's write
-// path, where a publication takes two). Contended, Lock spins briefly and
-// then sleeps; Unlock wakes one sleeper. Not recursive, no timed lock, not
-// fair (a thread that just unlocked may take it again before a woken one).
-// Under TSan it reports each acquisition and release with the
+// with sleepers possible; base_internal::MutexCore): an uncontended Lock and
+// Unlock are one atomic instruction each, inline, where std::mutex calls into
+// pthread (about 70 instructions per pair, measured with callgrind on the
+// route's write path, where a publication takes two). Contended, Lock spins
+// briefly and then sleeps; Unlock wakes one sleeper. Not recursive, no timed
+// lock, not fair (a thread that just unlocked may take it again before a woken
+// one). Under TSan it reports each acquisition and release with the
 // __tsan_mutex_* hooks, as RwLock does, so TSan checks what it guards and
 // its lock order; the word's own atomics are then ignored. (absl::Mutex
 // from Debian's prebuilt absl is not instrumented, so cairn never uses it.)

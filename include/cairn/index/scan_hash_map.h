@@ -1360,6 +1360,9 @@ class ScanHashMap {
         RaiseChainBound(1, Place(to, index, b->tags[i], handle));
       }
     }
+    // `head` is a bucket of the live old table, never null (the analyzer
+    // assumes the table's bucket array may be).
+    // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
     ReleaseOverflow(*head);
     index_internal::ClearBucket(*head);
     from.used -= moving;
