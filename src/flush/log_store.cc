@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <new>
 #include <string>
@@ -1279,6 +1280,15 @@ Status LogStore::ReadFromFile(const RecordLocation& loc, std::string_view key,
 
 Status LogStore::Get(std::uint32_t db, std::string_view key,
                      std::string* value) {
+  // The record is read into *value's own buffer: a key that lies in it is
+  // copied out first.
+  std::string key_copy;
+  const std::less<const char*> before;
+  if (!key.empty() && !before(key.data(), value->data()) &&
+      before(key.data(), value->data() + value->size())) {
+    key_copy.assign(key);
+    key = key_copy;
+  }
   Status s = GetUncounted(db, key, value);
   ops_.Add(s.ok()                              ? kGetHit
            : s.code() == StatusCode::kNotFound ? kGetMiss

@@ -187,7 +187,8 @@ TEST(MutexCoreTest, UnlockWakesAThreadAsleepOnTheLock) {
 }
 
 // std::condition_variable_any waits with Mutex (LogStore's group commit and
-// flusher handoff do): the waiter releases the lock while it waits.
+// flusher handoff do): the waiter releases the lock while it sleeps, so the
+// notifier can take it, and takes it back when woken.
 TEST(MutexTest, ConditionVariableAnyReleasesWhileWaiting) {
   testing::LockWatchdog dog(std::chrono::seconds(60),
                             "ConditionVariableAnyReleasesWhileWaiting");
@@ -195,11 +196,21 @@ TEST(MutexTest, ConditionVariableAnyReleasesWhileWaiting) {
   std::condition_variable_any cv;
   bool ready = false;
   bool seen = false;
+  std::atomic<bool> checked{false};  // the waiter found `ready` false
+  std::atomic<pid_t> tid{0};
   std::thread waiter([&] {
+    tid.store(testing::CurrentTid());
     std::unique_lock<Mutex> lock(mu);
-    cv.wait(lock, [&] { return ready; });
+    cv.wait(lock, [&] {
+      checked.store(true);
+      return ready;
+    });
     seen = true;
   });
+  // Only once the waiter is asleep in the wait (holding nothing, if the
+  // wait released the lock) does this thread take the lock.
+  testing::WaitUntil(
+      [&] { return checked.load() && testing::ThreadAsleep(tid.load()); });
   {
     std::unique_lock<Mutex> lock(mu);
     ready = true;

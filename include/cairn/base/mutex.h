@@ -128,8 +128,9 @@ class CAIRN_CAPABILITY("mutex") Mutex {
   // Documents (and tells the analysis) that the caller holds the lock.
   void AssertHeld() const CAIRN_ASSERT_CAPABILITY(this) {}
 
-  // Standard spelling, so std::condition_variable_any, std::unique_lock and
-  // std::scoped_lock work with it.
+  // Standard spelling, so std::unique_lock and std::condition_variable_any
+  // work with it. (There is no try_lock(): std::lock and a std::scoped_lock
+  // of several mutexes do not.)
   void lock() CAIRN_ACQUIRE() { Lock(); }
   void unlock() CAIRN_RELEASE() { Unlock(); }
 

@@ -270,9 +270,9 @@ class LogStore {
   // Drops every key of `db` (each partition's map is detached, so receipts
   // still in flight for it are skipped, X7).
   Status FlushDb(std::uint32_t db);
-  // The value into *value. kNotFound if absent (*value unchanged); kDataLoss
-  // if the record read back fails its checksum; kInternal on a read error.
-  // After an error other than kNotFound, *value's contents are unspecified.
+  // The value into *value. kNotFound if absent; kDataLoss if the record
+  // read back fails its checksum; kInternal on a read error. After an error
+  // *value's contents are unspecified. `key` may point into *value.
   Status Get(std::uint32_t db, std::string_view key, std::string* value);
 
   // Makes everything appended before the call durable: when it returns OK,

@@ -519,7 +519,8 @@ class ObjectRouteIndex {
   // (a load and a store, no read-modify-write) and read lock-free by
   // Diagnostics(): shared counters would put contended atomic RMWs on every
   // publication (docs/route.md, "Cost of a publication").
-  struct Stripe {
+  // One per cache line, so writers of neighbouring stripes share none.
+  struct alignas(64) Stripe {
     Mutex mu;
     std::atomic<std::uint64_t> publications{0};
     std::atomic<std::uint64_t> copied_bytes{0};
