@@ -1283,7 +1283,7 @@ Status LogStore::Get(std::uint32_t db, std::string_view key,
   // The record is read into *value's own buffer: a key that lies in it is
   // copied out first.
   std::string key_copy;
-  const std::less<const char*> before;
+  const std::less<> before;
   if (!key.empty() && !before(key.data(), value->data()) &&
       before(key.data(), value->data() + value->size())) {
     key_copy.assign(key);
