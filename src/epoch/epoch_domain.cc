@@ -116,6 +116,8 @@ struct Block {
 // single Retire() or ReclaimIfDue() does on its own bag, so that no write
 // pays for a whole block of deleters.
 inline constexpr std::size_t kStepNodes = 8;
+// An owner's pass sweeps one idle bag every kSweepEvery passes (SweepIdle).
+inline constexpr std::uint32_t kSweepEvery = 4;
 // Free blocks a bag keeps for its own next seals, beyond which freed blocks
 // go back to the domain's pool.
 inline constexpr std::size_t kBagSpares = 2;
@@ -143,7 +145,8 @@ struct InFlight {
 // Bags belong to the core and are never freed before it; a departed
 // thread's bag is reused by the next thread that retires. A bag whose
 // owner has sealed nothing for a while (an idle or departed thread) has its
-// expired blocks freed by other threads' passes, a few nodes per pass.
+// expired blocks freed by other threads' passes, a few nodes every
+// kSweepEvery passes.
 struct alignas(128) Bag {
   Mutex mu;
   // Null until the next push after a seal gives it one.
@@ -156,6 +159,19 @@ struct alignas(128) Bag {
   Block* spare CAIRN_GUARDED_BY(mu) = nullptr;  // up to kBagSpares blocks
   std::size_t spares CAIRN_GUARDED_BY(mu) = 0;
   std::uint32_t retires_since_pass CAIRN_GUARDED_BY(mu) = 0;
+  // Owner passes since the last idle sweep (SweepIdle runs every
+  // kSweepEvery passes). Owner only.
+  std::uint32_t passes_since_sweep = 0;
+  // The stamp of the seal that last made a pass due: the owner's pass
+  // advances the epoch only if nobody did since (TryReclaim). A hint,
+  // read and written relaxed.
+  std::atomic<std::uint64_t> pass_stamp{0};
+  // The global epoch as this bag last read it (a seal's stamp, a claim, the
+  // owner's pass): Push tests the sealed head's expiry against it, so a
+  // retirement does not miss on the epoch's line after every advance. Never
+  // ahead of the epoch, so it only delays a step until the next read;
+  // ClaimExpired checks the epoch itself before anything is freed.
+  std::atomic<std::uint64_t> epoch_seen{0};
   // Nodes sealed and not yet freed. Written under mu; read relaxed.
   std::atomic<std::size_t> sealed_pending{0};
   // Set while one thread runs deleters of the sealed head (ClaimExpired):
@@ -220,6 +236,7 @@ class DomainCore {
   explicit DomainCore(EpochOptions options)
       : options_(std::move(options)), clock_(options_.clock) {
     read_side.nonce = DrawNonce();
+    bag_nonce = read_side.nonce;
     bag_capacity_ = std::min<std::size_t>(kBagCapacity, options_.reclaim_every);
     credit_chunk_ = std::min<std::size_t>(options_.retired_bytes_cap / 64,
                                           std::size_t{64} << 10);
@@ -262,6 +279,11 @@ class DomainCore {
   }
 
   ReadSide read_side;
+  // read_side.nonce again, on a line no advance writes (it shares it only
+  // with the options): every Retire() checks its cached bag against it,
+  // and would otherwise miss on the epoch's line after each advance by
+  // another thread.
+  alignas(64) std::uint64_t bag_nonce = 0;
 
   const EpochOptions& options() const { return options_; }
 
@@ -610,14 +632,6 @@ class DomainCore {
       if (work != 0) {
         bag->due.store(0, std::memory_order_relaxed);
         freed += RunOwnerWork(bag, work);
-        // That pass (it frees the shared list too) served a bagless
-        // retirement's due pass as well.
-        if ((work & kPassDue) != 0) {
-          if (reclaim_due_.load(std::memory_order_relaxed)) {
-            reclaim_due_.store(false, std::memory_order_relaxed);
-          }
-          return freed;
-        }
       }
     }
     if (reclaim_due_.load(std::memory_order_relaxed)) {
@@ -647,7 +661,9 @@ class DomainCore {
     if (claimed != nullptr) {
       freed += FreeClaimed(bag, claimed, kStepNodes, /*owner=*/true);
     }
-    if ((work & kPassDue) != 0) freed += TryReclaim(/*seal_all=*/false, bag);
+    if ((work & kPassDue) != 0) {
+      freed += TryReclaim(/*seal_all=*/false, bag, /*owner_pass=*/true);
+    }
     if (claimed == nullptr && work != 0) {
       freed += FreeBag(bag, kStepNodes, /*owner=*/true);
     }
@@ -656,14 +672,16 @@ class DomainCore {
 
   // --- reclamation ------------------------------------------------------
 
-  // One reclaim pass: advance the epoch up to twice and free what expired.
+  // One reclaim pass: advance the epoch (up to twice; once for an
+  // `owner_pass`, see below) and free what expired.
   // The host's TryReclaim(), back-pressure and Barrier() (`seal_all`) first
   // seal every thread's bag (E2, E3) and then free every bag's expired
   // nodes. The pass a retirement makes due (`seal_all` false) frees only
   // the shared list and up to kStepNodes of one idle bag (SweepIdle): busy
   // threads never free each other's bags, and each frees its own in
   // bounded steps.
-  std::size_t TryReclaim(bool seal_all = true, Bag* counted_by = nullptr) {
+  std::size_t TryReclaim(bool seal_all = true, Bag* counted_by = nullptr,
+                         bool owner_pass = false) {
     if (counted_by != nullptr) {
       counted_by->passes.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -671,10 +689,30 @@ class DomainCore {
     }
     if (seal_all) SealAllBags();
     std::vector<StallReport> reports;
-    if (advance_mu_.TryLock()) {
-      for (int i = 0; i < 2 && TryAdvance(&reports); ++i) {
+    // The pass a thread's own retirements made due (`owner_pass`, from
+    // RunOwnerWork) advances once, and not at all if another thread
+    // advanced since the seal that made it due: every advance makes every
+    // other retiring thread miss on the epoch's line, so with N writers
+    // one advance per pass, not two each, keeps their blocks expiring
+    // (each needs two, which the next passes give) at a fraction of the
+    // traffic. Every other pass (the host's TryReclaim(), Barrier(),
+    // back-pressure, a Retire() out of memory, a bagless retirement's) and
+    // the sanitize mode (reclaim_every 1) advance twice, so they free at
+    // once whatever no guard holds.
+    const bool single = owner_pass && options_.reclaim_every > 1;
+    if (!single || read_side.global_epoch.load(std::memory_order_relaxed) <=
+                       counted_by->pass_stamp.load(std::memory_order_relaxed)) {
+      if (advance_mu_.TryLock()) {
+        const int advances = single ? 1 : 2;
+        for (int i = 0; i < advances && TryAdvance(&reports); ++i) {
+        }
+        advance_mu_.Unlock();
       }
-      advance_mu_.Unlock();
+    }
+    if (counted_by != nullptr) {
+      counted_by->epoch_seen.store(
+          read_side.global_epoch.load(std::memory_order_relaxed),
+          std::memory_order_relaxed);
     }
     std::size_t freed = 0;
     if (retired_count_.load(std::memory_order_relaxed) != 0) {
@@ -687,7 +725,9 @@ class DomainCore {
           freed += FreeBag(b, SIZE_MAX, /*owner=*/false);
         }
       }
-    } else {
+    } else if (!owner_pass || ++counted_by->passes_since_sweep >= kSweepEvery) {
+      // The sweep reads and writes other threads' bags: every few passes.
+      if (owner_pass) counted_by->passes_since_sweep = 0;
       freed += SweepIdle(counted_by, kStepNodes);
     }
     Emit(reports);
@@ -955,8 +995,7 @@ class DomainCore {
     if (block->count >= bag_capacity_ && Seal(bag)) work |= kPassDue;
     const Block* head = bag->sealed_head;
     if (head != nullptr &&
-        head->epoch + 2 <=
-            read_side.global_epoch.load(std::memory_order_relaxed) &&
+        head->epoch + 2 <= bag->epoch_seen.load(std::memory_order_relaxed) &&
         !bag->freeing) {
       work |= kStepDue;
     }
@@ -1011,6 +1050,7 @@ class DomainCore {
     Block* block = bag->block;
     if (block == nullptr || block->count == 0) return false;
     block->epoch = StampEpoch();
+    bag->epoch_seen.store(block->epoch, std::memory_order_relaxed);
     block->done = 0;
     block->next = nullptr;
     if (bag->sealed_tail != nullptr) {
@@ -1031,6 +1071,7 @@ class DomainCore {
     bag->retires_since_pass += static_cast<std::uint32_t>(block->count);
     if (bag->retires_since_pass < options_.reclaim_every) return false;
     bag->retires_since_pass = 0;
+    bag->pass_stamp.store(block->epoch, std::memory_order_relaxed);
     return true;
   }
 
@@ -1056,11 +1097,11 @@ class DomainCore {
   // else null.
   Block* ClaimExpired(Bag* bag) CAIRN_REQUIRES(bag->mu) {
     Block* head = bag->sealed_head;
-    if (bag->freeing || head == nullptr ||
-        head->epoch + 2 >
-            read_side.global_epoch.load(std::memory_order_acquire)) {
-      return nullptr;
-    }
+    if (bag->freeing || head == nullptr) return nullptr;
+    const std::uint64_t global =
+        read_side.global_epoch.load(std::memory_order_acquire);
+    bag->epoch_seen.store(global, std::memory_order_relaxed);
+    if (head->epoch + 2 > global) return nullptr;
     bag->freeing = true;
     return head;
   }
@@ -1118,10 +1159,11 @@ class DomainCore {
     return freed;
   }
 
-  // Visits the next bag round-robin (one per pass a retirement makes due)
-  // and, if it sealed nothing since the previous visit, frees up to
-  // `budget` of its expired nodes: an idle or departed thread's last blocks
-  // are freed without a host call, while a busy owner frees its own.
+  // Visits the next bag round-robin (one every kSweepEvery passes an
+  // owner's retirements make due) and, if it sealed nothing since the previous
+  // visit, frees up to `budget` of its expired nodes: an idle or departed
+  // thread's last blocks are freed without a host call, while a busy owner
+  // frees its own.
   std::size_t SweepIdle(Bag* self, std::size_t budget) {
     Bag* b = sweep_cursor_.load(std::memory_order_relaxed);
     b = b != nullptr && b->next != nullptr
@@ -1636,7 +1678,7 @@ class BagCache {
       if (bag == nullptr) return nullptr;
       entries_.push_back(Entry{core, bag});
     }
-    last_bag = LastBag{&core->read_side, core->read_side.nonce, bag};
+    last_bag = LastBag{&core->read_side, core->bag_nonce, bag};
     return bag;
   }
 
@@ -1674,7 +1716,7 @@ thread_local BagCache bag_cache;
 inline Bag* ThisThreadBag(const std::shared_ptr<DomainCore>& core,
                           bool bind = true) {
   const LastBag& last = last_bag;
-  if (last.read_side == &core->read_side && last.nonce == core->read_side.nonce)
+  if (last.read_side == &core->read_side && last.nonce == core->bag_nonce)
       [[likely]] {
     return last.bag;
   }

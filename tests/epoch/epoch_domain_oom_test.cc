@@ -192,5 +192,31 @@ TEST(EpochOutOfMemoryTest, ExitingThreadOutOfMemoryLosesNothing) {
   }
 }
 
+// A Retire() that finds no block and cannot allocate one first reclaims
+// as a host pass does (two advances) and frees its own bag's expired blocks
+// whole, which gives it a spare block; only then may it refuse. Here the
+// pass a full block made due advanced the epoch once (an owner's pass), so
+// the block waits for one more advance when every allocation starts to
+// fail.
+TEST(EpochOutOfMemoryTest, RetireOutOfMemoryAdvancesAndFreesItsOwnBlocks) {
+  std::atomic<int> freed{0};
+  EpochOptions options;
+  options.reclaim_every = 64;
+  EpochDomain domain(options);
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(domain.Retire(new Node{&freed}, 32, &DeleteNode).ok());
+  }
+  ASSERT_EQ(freed.load(), 0) << "the sealed block expired after one pass";
+  Node* last = new Node{&freed};
+  testing::FailNextAllocationsOnThisThread(1 << 30);
+  const Status s = domain.Retire(last, 32, &DeleteNode);
+  testing::FailNextAllocationsOnThisThread(0);
+  ASSERT_TRUE(s.ok()) << "refused with an expirable block in its own bag: "
+                      << s.ToString();
+  EXPECT_EQ(freed.load(), 64);
+  ASSERT_TRUE(domain.Barrier().ok());
+  EXPECT_EQ(freed.load(), 65);
+}
+
 }  // namespace
 }  // namespace cairn

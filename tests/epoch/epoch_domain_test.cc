@@ -318,9 +318,9 @@ TEST_P(EpochDomainTest, E11RetireRunsABoundedNumberOfDeleters) {
 }
 
 // A thread that exits, or goes idle, leaves its sealed nodes in its bag;
-// other threads' retirements free them (a few per pass, once the bag has
-// sealed nothing for a whole round of sweeps) without any host
-// TryReclaim(). Then a new thread takes the departed bag over and goes
+// other threads' retirements free them (a few per sweep, every fourth pass,
+// once the bag has sealed nothing for a whole round of sweeps) without any
+// host TryReclaim(). Then a new thread takes the departed bag over and goes
 // idle at once: its backlog must still be freed.
 TEST_P(EpochDomainTest, E9DepartedThreadsBagIsFreedByOthersRetirements) {
   EpochOptions options = Options();
@@ -337,7 +337,7 @@ TEST_P(EpochDomainTest, E9DepartedThreadsBagIsFreedByOthersRetirements) {
     }
   }).join();
   EXPECT_EQ(departed.load(), 0);
-  for (int i = 0; i < 64 * 32 && departed.load() < 20; ++i) {
+  for (int i = 0; i < 64 * 128 && departed.load() < 20; ++i) {
     ASSERT_TRUE(RetireCounted(domain, &mine).ok());
   }
   EXPECT_EQ(departed.load(), 20)
@@ -361,7 +361,7 @@ TEST_P(EpochDomainTest, E9DepartedThreadsBagIsFreedByOthersRetirements) {
   while (!retired.load()) std::this_thread::yield();
   const int before = idle.load();
   pin.reset();
-  for (int i = 0; i < 64 * 32 && idle.load() < 64; ++i) {
+  for (int i = 0; i < 64 * 128 && idle.load() < 64; ++i) {
     ASSERT_TRUE(RetireCounted(domain, &mine).ok());
   }
   EXPECT_GE(idle.load(), 64) << "an idle thread's expired block was kept ("

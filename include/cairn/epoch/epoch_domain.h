@@ -144,10 +144,11 @@ struct EpochOptions {
   ReadSideMode read_side_mode = ReadSideMode::kSeqCst;
   // Clock for ages in stall reports and diagnostics (P5).
   const Clock* clock = Clock::Steady();
-  // Retire() runs a reclaim pass (an epoch advance) every `reclaim_every`
-  // retirements; a thread's expired retirements are freed a few per
-  // Retire() in between (E11). 1 is the sanitize mode: seal and advance on
-  // every call, so a use-after-free shows at once under ASan.
+  // Retire() runs a reclaim pass (one epoch advance, skipped if another
+  // thread advanced since) every `reclaim_every` retirements; a thread's
+  // expired retirements are freed a few per Retire() in between (E11). 1 is
+  // the sanitize mode: seal and advance twice on every call, so a
+  // use-after-free shows at once under ASan.
   std::uint32_t reclaim_every = 64;
 };
 
@@ -323,7 +324,7 @@ class EpochDomain {
   }
 
   // Runs the reclamation work the calling thread's deferred retirements
-  // made due, bounded as Retire()'s (E11): an epoch advance every
+  // made due, bounded as Retire()'s (E11): an epoch advance attempt every
   // reclaim_every retirements and at most 8 deleters of this thread's
   // expired nodes (and 8 of an idle or exited thread's). A thread-local
   // lookup and one relaxed load otherwise. Call with no lock held.
