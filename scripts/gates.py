@@ -231,10 +231,18 @@ def fmt_spread(spread):
     return f"{spread['min']:.3g}-{spread['max']:.3g} (IQR {spread['q1']:.3g}-{spread['q3']:.3g})"
 
 
+def goal_value(goal):
+    """The number in a goal such as '>= 1.5'; None for a reported figure."""
+    try:
+        return float(str(goal).split()[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def bar(ratio, goal, width=30):
     if ratio is None:
         return ""
-    scale = max(ratio, goal, 1.0) * 1.1
+    scale = max(ratio, goal if goal is not None else 1.0, 1.0) * 1.1
     n = max(1, round(width * ratio / scale))
     return "█" * n
 
@@ -302,7 +310,7 @@ def render(records_by_component, run):
         lines += ["", "```text", "ratio (candidate / baseline)"]
         for r in records:
             if r["ratio"] is not None:
-                goal = float(r["goal"].split()[1])
+                goal = goal_value(r["goal"])
                 lines.append(f"{r['id']:<30} {r['ratio']:>7.3f} {bar(r['ratio'], goal)}")
         lines += ["```", ""]
         if (pathlib.Path(os.environ.get("CAIRN_GATES_OUT", "")) / f"{component}.png").exists():
