@@ -8,6 +8,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "cairn/base/internal/coding.h"
@@ -295,28 +296,119 @@ LogBlockBuffer::LogBlockBuffer(std::uint64_t block, std::size_t data_bytes,
   if (data_ == nullptr) capacity_ = 0;
 }
 
+bool LogBlockBuffer::Fits(std::size_t record_bytes) const noexcept {
+  const std::uint64_t s = state_.load(std::memory_order_relaxed);
+  const std::uint64_t end = s & kOffsetMask;
+  return ok() && (s & kSealedBit) == 0 && capacity_ >= kLogSealRecordBytes &&
+         record_bytes <= capacity_ - kLogSealRecordBytes - end;
+}
+
+bool LogBlockBuffer::Reserve(std::size_t bytes, bool seal,
+                             Reservation* r) noexcept {
+  if (!ok() || capacity_ < kLogSealRecordBytes) return false;
+  // Every record but the seal leaves the seal's bytes free.
+  const std::uint64_t limit =
+      seal ? capacity_ : capacity_ - kLogSealRecordBytes;
+  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::uint64_t end = s & kOffsetMask;
+    if ((s & kSealedBit) != 0 || end > limit || bytes > limit - end) {
+      return false;
+    }
+    const std::uint32_t phase = PhaseOf(s);
+    if (((s >> kCountShift[phase]) & kCountMask) == kCountMask) {
+      // 32767 appends in flight on one block: wait for one to complete.
+      std::this_thread::yield();
+      s = state_.load(std::memory_order_relaxed);
+      continue;
+    }
+    std::uint64_t next = s + bytes + (std::uint64_t{1} << kCountShift[phase]);
+    if (seal) next |= kSealedBit;
+    // acq_rel: the reservation is ordered after the block's publication
+    // (Reset) and before this thread's Fill.
+    if (state_.compare_exchange_weak(s, next, std::memory_order_acq_rel,
+                                     std::memory_order_relaxed)) {
+      *r = {static_cast<std::uint32_t>(end), phase};
+      return true;
+    }
+  }
+}
+
+bool LogBlockBuffer::TryReserve(std::size_t record_bytes,
+                                Reservation* r) noexcept {
+  return Reserve(record_bytes, /*seal=*/false, r);
+}
+
+void LogBlockBuffer::Fill(const Reservation& r, LogRecordType type,
+                          std::uint32_t db, std::string_view key,
+                          std::string_view value) noexcept {
+  (void)EncodeLogRecord(type, db, key, value, {log_id_, block_, r.offset},
+                        data_.get() + r.offset);
+}
+
+void LogBlockBuffer::Complete(const Reservation& r) noexcept {
+  // release: Drain's acquire of the count sees the filled bytes.
+  state_.fetch_sub(std::uint64_t{1} << kCountShift[r.phase],
+                   std::memory_order_release);
+}
+
+void LogBlockBuffer::AppendSeal() noexcept {
+  Reservation r;
+  if (!Reserve(kLogSealRecordBytes, /*seal=*/true, &r)) return;
+  Fill(r, LogRecordType::kSeal, 0, {}, {});
+  Complete(r);
+}
+
+std::uint32_t LogBlockBuffer::Drain() noexcept {
+  const std::uint64_t before =
+      state_.fetch_xor(kPhaseBit, std::memory_order_acq_rel);
+  const int shift = kCountShift[PhaseOf(before)];
+  while (((state_.load(std::memory_order_acquire) >> shift) & kCountMask) !=
+         0) {
+    std::this_thread::yield();
+  }
+  return static_cast<std::uint32_t>(before & kOffsetMask);
+}
+
+void LogBlockBuffer::Advance(std::uint32_t end) noexcept {
+  const char* const data = data_.get();
+  while (used_ < end) {
+    const char* p = data + used_;
+    const std::size_t bytes = LogRecordBytesFromHeader(
+        std::span<const char, kLogRecordHeaderBytes>(p, kLogRecordHeaderBytes));
+    if (base_internal::LoadFixed<std::uint8_t>(p + 4) ==
+        static_cast<std::uint8_t>(LogRecordType::kSeal)) {
+      sealed_ = true;
+    }
+    chain_ =
+        LogChainChecksum(chain_, base_internal::LoadFixed<std::uint32_t>(p));
+    ++records_;
+    used_ += static_cast<std::uint32_t>(bytes);
+  }
+}
+
 std::uint32_t LogBlockBuffer::Append(LogRecordType type, std::uint32_t db,
                                      std::string_view key,
                                      std::string_view value) noexcept {
-  const std::uint32_t offset = used_;
-  const std::uint32_t checksum = EncodeLogRecord(
-      type, db, key, value, {log_id_, block_, offset}, data_.get() + offset);
-  used_ += static_cast<std::uint32_t>(LogRecordBytes(key.size(), value.size()));
-  ++records_;
-  chain_ = LogChainChecksum(chain_, checksum);
-  return offset;
+  Reservation r;
+  if (!TryReserve(LogRecordBytes(key.size(), value.size()), &r)) {
+    return used_;  // the caller checked Fits
+  }
+  Fill(r, type, db, key, value);
+  Complete(r);
+  Advance(reserved());
+  return r.offset;
 }
 
 void LogBlockBuffer::Seal() noexcept {
-  if (sealed_ || !ok()) return;
-  // Fits() kept kLogSealRecordBytes free for this.
-  (void)Append(LogRecordType::kSeal, 0, {}, {});
-  sealed_ = true;
+  AppendSeal();
+  Advance(reserved());
 }
 
 void LogBlockBuffer::Resume(std::uint32_t used, std::uint32_t records,
                             std::uint64_t chain, std::uint32_t on_disk_sequence,
                             std::uint32_t on_disk_used) noexcept {
+  state_.store(used, std::memory_order_relaxed);
   used_ = used;
   records_ = records;
   chain_ = chain;

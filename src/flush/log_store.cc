@@ -127,10 +127,9 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(
     // before any of its records is written, and a head recovery sealed in
     // memory gets its seal written: one flush attempt.
     MutexLock flush_lock(&store->flush_mu_);
-    std::vector<FlushedBatch> batches;
     FlushReport report;
     bool more = false;
-    CAIRN_RETURN_IF_ERROR(store->FlushIo(&batches, &report, &more));
+    CAIRN_RETURN_IF_ERROR(store->FlushIo(&report, &more));
     CAIRN_RETURN_IF_ERROR(store->WriteHeaders(/*all=*/false, &report));
     store->ReleaseFlushedBlocks();
     store->opened_ = true;
@@ -155,7 +154,10 @@ LogStore::LogStore(std::string dir, const LogStoreOptions& options, Env* env,
       env_(env),
       clock_(options.clock != nullptr ? options.clock : Clock::Steady()),
       lock_(std::move(dir_lock)),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      live_chunks_(std::make_unique<std::atomic<std::atomic<std::uint64_t>*>[]>(
+          kLiveChunks)),
+      pending_ring_(std::make_unique<PendingRingEntry[]>(kPendingRing)) {
   ScanHashMapOptions map_options;
   map_options.max_key_bytes = options_.max_key_bytes;
   partitions_.reserve(options_.partitions);
@@ -380,8 +382,11 @@ Status LogStore::Recover() {
   {
     MutexLock lock(&log_mu_);
     slots_ = last_slot;
+    for (std::uint32_t slot = 0; slot < last_slot; slot += kLiveChunk) {
+      if (!EnsureLiveLocked(slot)) return ResourceExhaustedError("live bytes");
+    }
     for (std::size_t i = 0; i < accepted; ++i) {
-      table_[found[i].block] = BlockInfo{found[i].slot, 0, flushdb[i]};
+      table_[found[i].block] = BlockInfo{found[i].slot, flushdb[i]};
     }
   }
   // Every index entry must name a block the log holds (a checkpoint entry
@@ -441,12 +446,14 @@ Status LogStore::Recover() {
     pending->buffer = std::make_unique<LogBlockBuffer>(
         block, log_->data_bytes(), log_->log_id(), *slot);
     if (!pending->buffer->ok()) return ResourceExhaustedError("block buffer");
-    table_[block] = BlockInfo{*slot, 0, false};
+    table_[block] = BlockInfo{*slot, false};
     if (!head_found) watermark = block << 32;
     blocks_.push_back(std::move(pending));
   } else {
     next_block_ = std::max(next_block_, found[head].block + 1);
   }
+  for (auto& pending : blocks_) RingInsertLocked(pending.get());
+  open_.store(blocks_.back().get(), std::memory_order_release);
   watermark_.store(watermark, std::memory_order_release);
   log_slots_.store(slots_, std::memory_order_relaxed);
   log_blocks_.store(table_.size(), std::memory_order_relaxed);
@@ -462,6 +469,7 @@ Result<std::uint32_t> LogStore::AllocateSlotLocked() {
   if (slots_ >= RecordLocation::kMaxSlots) {
     return ResourceExhaustedError("log is full");
   }
+  if (!EnsureLiveLocked(slots_)) return ResourceExhaustedError("live bytes");
   log_slots_.store(slots_ + 1, std::memory_order_relaxed);
   return slots_++;
 }
@@ -494,26 +502,51 @@ Status LogStore::RebuildLive() {
     }
   }
   MutexLock log_lock(&log_mu_);
-  for (auto& [block, info] : table_) info.live = live[block];
+  for (auto& [block, info] : table_) {
+    LiveOf(info.slot).store(live[block], std::memory_order_relaxed);
+  }
   live_total_.store(total, std::memory_order_relaxed);
   log_blocks_.store(table_.size(), std::memory_order_relaxed);
   return Status();
 }
 
-void LogStore::AddLive(const RecordLocation& loc) {
-  auto it = table_.find(loc.block);
-  CAIRN_CHECK(it != table_.end());
-  it->second.live += loc.length;
-  live_total_.store(live_total_.load(std::memory_order_relaxed) + loc.length,
-                    std::memory_order_relaxed);
+bool LogStore::EnsureLiveLocked(std::uint32_t slot) {
+  const std::size_t chunk = slot / kLiveChunk;
+  if (chunk >= kLiveChunks) return false;
+  if (live_chunks_[chunk].load(std::memory_order_relaxed) != nullptr) {
+    return true;
+  }
+  std::unique_ptr<std::atomic<std::uint64_t>[]> counters(
+      new (std::nothrow) std::atomic<std::uint64_t>[kLiveChunk]());
+  if (counters == nullptr) return false;
+  try {
+    live_storage_.push_back(std::move(counters));
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  // Release: a writer reaches the slot through a block published after
+  // this (open_) or an index entry naming such a block.
+  live_chunks_[chunk].store(live_storage_.back().get(),
+                            std::memory_order_release);
+  return true;
 }
 
-void LogStore::SubLive(const RecordLocation& loc) {
-  auto it = table_.find(loc.block);
-  CAIRN_CHECK(it != table_.end() && it->second.live >= loc.length);
-  it->second.live -= loc.length;
-  live_total_.store(live_total_.load(std::memory_order_relaxed) - loc.length,
-                    std::memory_order_relaxed);
+std::atomic<std::uint64_t>& LogStore::LiveOf(
+    std::uint32_t slot) const noexcept {
+  return live_chunks_[slot / kLiveChunk].load(
+      std::memory_order_acquire)[slot % kLiveChunk];
+}
+
+void LogStore::AddLive(const RecordLocation& loc) noexcept {
+  LiveOf(loc.slot()).fetch_add(loc.length, std::memory_order_relaxed);
+  live_total_.fetch_add(loc.length, std::memory_order_relaxed);
+}
+
+void LogStore::SubLive(const RecordLocation& loc) noexcept {
+  const std::uint64_t before =
+      LiveOf(loc.slot()).fetch_sub(loc.length, std::memory_order_relaxed);
+  CAIRN_CHECK(before >= loc.length);
+  live_total_.fetch_sub(loc.length, std::memory_order_relaxed);
 }
 
 LogStoreSpace LogStore::Space() const {
@@ -525,7 +558,8 @@ LogStoreSpace LogStore::Space() const {
   out.live_bytes = live_total_.load(std::memory_order_relaxed);
   out.blocks.reserve(table_.size());
   for (const auto& [block, info] : table_) {
-    out.blocks.push_back({block, info.slot, info.live});
+    out.blocks.push_back(
+        {block, info.slot, LiveOf(info.slot).load(std::memory_order_relaxed)});
   }
   return out;
 }
@@ -732,67 +766,125 @@ Status LogStore::LoadCheckpoint(
 
 // --- Writes -----------------------------------------------------------------
 
-Result<RecordLocation> LogStore::AppendLocked(LogRecordType type,
-                                              std::uint32_t db,
-                                              std::string_view key,
-                                              std::string_view value,
-                                              LogBlockBuffer::Mark* mark) {
-  const std::size_t bytes = LogRecordBytes(key.size(), value.size());
-  PendingBlock* current = blocks_.back().get();
-  if (!current->buffer->Fits(bytes)) {
-    // Seal the current block and open the next one, in a free slot (one a
-    // compaction freed) or a new one at the end of the file.
-    const std::uint64_t next = next_block_;
-    if (next > UINT32_MAX) return ResourceExhaustedError("log is full");
-    std::unique_ptr<LogBlockBuffer> buffer;
-    if (!spare_buffers_.empty()) {
-      buffer = std::move(spare_buffers_.back());
-      spare_buffers_.pop_back();
-    } else {
-      buffer.reset(new (std::nothrow) LogBlockBuffer(next, log_->data_bytes(),
-                                                     log_->log_id()));
-      if (buffer == nullptr || !buffer->ok()) {
-        return ResourceExhaustedError("block buffer");
-      }
+Result<LogStore::Append> LogStore::Reserve(std::size_t bytes) {
+  for (;;) {
+    // The block stays valid while the caller holds its partition lock
+    // (Reserve's contract), even if it stops being the open one.
+    PendingBlock* open = open_.load(std::memory_order_acquire);
+    Append append;
+    if (open->buffer->TryReserve(bytes, &append.reservation)) {
+      append.block = open;
+      return append;
     }
-    std::unique_ptr<PendingBlock> pending(new (std::nothrow) PendingBlock);
-    if (pending == nullptr) return ResourceExhaustedError("pending block");
-    try {
-      table_.emplace(next, BlockInfo{});
-    } catch (const std::bad_alloc&) {
-      return ResourceExhaustedError("block table");
+    MutexLock log_lock(&log_mu_);
+    // Another writer may have opened the next block meanwhile.
+    if (open_.load(std::memory_order_relaxed) == open) {
+      CAIRN_RETURN_IF_ERROR(OpenNextBlockLocked(open));
     }
-    LogBlockBuffer* const fresh = buffer.get();
-    pending->buffer = std::move(buffer);
-    try {
-      blocks_.push_back(std::move(pending));
-    } catch (const std::bad_alloc&) {
-      table_.erase(next);
-      return ResourceExhaustedError("pending block");
-    }
-    Result<std::uint32_t> slot = AllocateSlotLocked();
-    if (!slot.ok()) {
-      blocks_.pop_back();
-      table_.erase(next);
-      return slot.status();
-    }
-    table_[next].slot = *slot;
-    fresh->Reset(next, *slot);
-    ++next_block_;
-    log_blocks_.store(table_.size(), std::memory_order_relaxed);
-    // The full block ends with its seal, so recovery goes on to the next.
-    current->buffer->Seal();
-    sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
-    // Its write and sync are the flusher's (the sealed mutex is a leaf).
-    if (options_.host_flusher) WakeFlusher();
-    current = blocks_.back().get();
   }
-  *mark = current->buffer->mark();
-  const std::uint32_t offset = current->buffer->Append(type, db, key, value);
-  RecordLocation loc{static_cast<std::uint32_t>(current->buffer->block()),
-                     offset, static_cast<std::uint32_t>(bytes), 0};
-  loc.set_slot(current->buffer->slot());
+}
+
+Status LogStore::OpenNextBlockLocked(PendingBlock* full) {
+  // The next block goes in a free slot (one a compaction freed) or a new
+  // one at the end of the file. Everything that can fail comes first.
+  const std::uint64_t next = next_block_;
+  if (next > UINT32_MAX) return ResourceExhaustedError("log is full");
+  std::unique_ptr<LogBlockBuffer> buffer;
+  if (!spare_buffers_.empty()) {
+    buffer = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+  } else {
+    buffer.reset(new (std::nothrow)
+                     LogBlockBuffer(next, log_->data_bytes(), log_->log_id()));
+    if (buffer == nullptr || !buffer->ok()) {
+      return ResourceExhaustedError("block buffer");
+    }
+  }
+  // A buffer not used below goes back to the spares.
+  auto keep = [this](std::unique_ptr<LogBlockBuffer> b) {
+    log_mu_.AssertHeld();  // held around every call
+    try {
+      spare_buffers_.push_back(std::move(b));
+    } catch (const std::bad_alloc&) {
+    }
+  };
+  std::unique_ptr<PendingBlock> pending(new (std::nothrow) PendingBlock);
+  if (pending == nullptr) {
+    keep(std::move(buffer));
+    return ResourceExhaustedError("pending block");
+  }
+  try {
+    table_.emplace(next, BlockInfo{});
+  } catch (const std::bad_alloc&) {
+    keep(std::move(buffer));
+    return ResourceExhaustedError("block table");
+  }
+  LogBlockBuffer* const fresh = buffer.get();
+  pending->buffer = std::move(buffer);
+  try {
+    blocks_.push_back(std::move(pending));
+  } catch (const std::bad_alloc&) {
+    table_.erase(next);
+    keep(std::move(pending->buffer));
+    return ResourceExhaustedError("pending block");
+  }
+  Result<std::uint32_t> slot = AllocateSlotLocked();
+  if (!slot.ok()) {
+    keep(std::move(blocks_.back()->buffer));
+    blocks_.pop_back();
+    table_.erase(next);
+    return slot.status();
+  }
+  table_[next].slot = *slot;
+  fresh->Reset(next, *slot);
+  ++next_block_;
+  log_blocks_.store(table_.size(), std::memory_order_relaxed);
+  // The full block ends with its seal, so recovery goes on to the next; no
+  // reservation succeeds in it after this one.
+  full->buffer->AppendSeal();
+  sealed_blocks_.fetch_add(1, std::memory_order_relaxed);
+  RingInsertLocked(blocks_.back().get());
+  // Release: a writer that sees the block sees it Reset.
+  open_.store(blocks_.back().get(), std::memory_order_release);
+  // Its write and sync are the flusher's (the sealed mutex is a leaf).
+  if (options_.host_flusher) WakeFlusher();
+  return Status();
+}
+
+RecordLocation LogStore::FinishAppend(const Append& append, LogRecordType type,
+                                      std::uint32_t db, std::string_view key,
+                                      std::string_view value) noexcept {
+  LogBlockBuffer& buffer = *append.block->buffer;
+  buffer.Fill(append.reservation, type, db, key, value);
+  buffer.Complete(append.reservation);
+  RecordLocation loc{
+      static_cast<std::uint32_t>(buffer.block()), append.reservation.offset,
+      static_cast<std::uint32_t>(LogRecordBytes(key.size(), value.size())), 0};
+  loc.set_slot(buffer.slot());
   return loc;
+}
+
+void LogStore::RingInsertLocked(PendingBlock* pending) {
+  const std::uint64_t block = pending->buffer->block();
+  PendingRingEntry& e = pending_ring_[block % kPendingRing];
+  if (e.block_plus_one.load(std::memory_order_relaxed) != 0) return;
+  e.pending.store(pending, std::memory_order_relaxed);
+  // Release: a Get that reads the number reads the pointer after it.
+  e.block_plus_one.store(block + 1, std::memory_order_release);
+}
+
+void LogStore::RingEraseLocked(const PendingBlock* pending) {
+  PendingRingEntry& e = pending_ring_[pending->buffer->block() % kPendingRing];
+  if (e.pending.load(std::memory_order_relaxed) != pending) return;
+  e.block_plus_one.store(0, std::memory_order_relaxed);
+  e.pending.store(nullptr, std::memory_order_relaxed);
+}
+
+void LogStore::PartitionGrace() {
+  for (auto& part : partitions_) {
+    part->mu.Lock();
+    part->mu.Unlock();
+  }
 }
 
 Status LogStore::MakeRoom() {
@@ -1000,41 +1092,50 @@ Status LogStore::SetImpl(std::uint32_t db, std::string_view key,
          superseded.offset != only_if_at->offset)) {
       return NotFoundError();  // no longer the key's record: dead
     }
-    MutexLock log_lock(&log_mu_);
-    LogBlockBuffer::Mark mark;
-    auto loc = AppendLocked(LogRecordType::kSet, db, key, value, &mark);
-    if (!loc.ok()) return loc.status();
-    PendingBlock& block = *blocks_.back();
+    // Everything that can fail comes before the append's reservation,
+    // which is final: a receipt's room, and a new key's index entry (an
+    // entry inserted here and removed again if the append cannot reserve).
     const bool receipts = options_.mode == FlushMode::kReceipts;
-    if (receipts) {
+    if (receipts && part.receipts.size() == part.receipts.capacity()) {
       try {
-        block.receipts.emplace_back();
+        part.receipts.reserve(
+            std::max<std::size_t>(64, 2 * part.receipts.capacity()));
       } catch (const std::bad_alloc&) {
-        block.buffer->Rollback(mark);
         return ResourceExhaustedError("receipt");
       }
     }
-    auto r = map.Upsert(key, *loc);
-    if (!r.ok()) {
-      block.buffer->Rollback(mark);
-      if (receipts) block.receipts.pop_back();
-      return ToStatus(r.outcome);
+    if (previous == nullptr) {
+      auto r = map.Insert(key, RecordLocation{});
+      if (!r.ok()) return ToStatus(r.outcome);
     }
-    AddLive(*loc);
+    auto append = Reserve(LogRecordBytes(key.size(), value.size()));
+    if (!append.ok()) {
+      if (previous == nullptr) (void)map.Erase(key);
+      return append.status();
+    }
+    const RecordLocation loc =
+        FinishAppend(*append, LogRecordType::kSet, db, key, value);
+    // The key is in the map: this neither allocates nor fails.
+    auto r = map.Upsert(key, loc);
+    CAIRN_CHECK(r.ok());
+    AddLive(loc);
     if (previous != nullptr) SubLive(superseded);
     if (receipts) {
-      FlushReceipt& receipt = block.receipts.back();
+      FlushReceipt& receipt = part.receipts.emplace_back();
       receipt.address = r.entry->address();
       receipt.generation = map.generation();
       receipt.hash32 = RecordIndex::Hash32(hash);
       receipt.tag = RecordIndex::TagOf(hash);
       receipt.map = static_cast<std::uint32_t>(
           PartitionOf(key) * options_.databases + db);
-      receipt.block = loc->block;
-      receipt.offset = loc->offset;
-      receipt.length = loc->length;
+      receipt.block = loc.block;
+      receipt.offset = loc.offset;
+      receipt.length = loc.length;
+      if (!part.has_receipts.load(std::memory_order_relaxed)) {
+        part.has_receipts.store(true, std::memory_order_relaxed);
+      }
     }
-    if (end != nullptr) *end = EndOf(*loc);
+    if (end != nullptr) *end = EndOf(loc);
   }
   return Status();
 }
@@ -1053,13 +1154,13 @@ Status LogStore::DelUncounted(std::uint32_t db, std::string_view key,
     const RecordIndex::Entry* entry = map.Find(key);
     if (entry == nullptr) return NotFoundError();
     const RecordLocation deleted = entry->value();
-    MutexLock log_lock(&log_mu_);
-    LogBlockBuffer::Mark mark;
-    auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
-    if (!loc.ok()) return loc.status();
+    auto append = Reserve(LogRecordBytes(key.size(), 0));
+    if (!append.ok()) return append.status();
+    const RecordLocation loc =
+        FinishAppend(*append, LogRecordType::kDelete, db, key, {});
     CAIRN_CHECK(map.Erase(key) == ScanHashMapOutcome::kOk);
     SubLive(deleted);
-    if (end != nullptr) *end = EndOf(*loc);
+    if (end != nullptr) *end = EndOf(loc);
   }
   return Status();
 }
@@ -1081,24 +1182,24 @@ Status LogStore::FlushDb(std::uint32_t db) {
   }
   LockAllPartitions();
   Status status;
-  {
-    MutexLock log_lock(&log_mu_);
-    LogBlockBuffer::Mark mark;
-    auto loc = AppendLocked(LogRecordType::kFlushDb, db, {}, {}, &mark);
-    if (!loc.ok()) {
-      status = loc.status();
-    } else {
+  auto append = Reserve(LogRecordBytes(0, 0));
+  if (!append.ok()) {
+    status = append.status();
+  } else {
+    const RecordLocation loc =
+        FinishAppend(*append, LogRecordType::kFlushDb, db, {}, {});
+    {
       // Compact keeps this block while the record may hide an older one.
-      table_[loc->block].flushdb = true;
-      // Every record of the database stops being live.
-      for (auto& part : partitions_) {
-        part->mu.AssertHeld();
-        (void)part->maps[db]->ForEachUntil([&](const RecordIndex::Entry& e) {
-          log_mu_.AssertHeld();  // held around the scan
-          SubLive(e.value());
-          return ScanControl::kContinue;
-        });
-      }
+      MutexLock log_lock(&log_mu_);
+      table_[loc.block].flushdb = true;
+    }
+    // Every record of the database stops being live.
+    for (auto& part : partitions_) {
+      part->mu.AssertHeld();
+      (void)part->maps[db]->ForEachUntil([&](const RecordIndex::Entry& e) {
+        SubLive(e.value());
+        return ScanControl::kContinue;
+      });
     }
   }
   if (status.ok()) {
@@ -1303,6 +1404,18 @@ LogStore::PendingBlock* LogStore::FindPendingLocked(std::uint64_t block) {
   return nullptr;
 }
 
+const LogStore::PendingBlock* LogStore::FindPending(std::uint64_t block) {
+  const PendingRingEntry& e = pending_ring_[block % kPendingRing];
+  if (e.block_plus_one.load(std::memory_order_acquire) == block + 1) {
+    return e.pending.load(std::memory_order_relaxed);
+  }
+  // Another pending block held the entry when this one opened.
+  MutexLock log_lock(&log_mu_);
+  const PendingBlock* pending = FindPendingLocked(block);
+  CAIRN_CHECK(pending != nullptr);
+  return pending;
+}
+
 Status LogStore::GetUncounted(std::uint32_t db, std::string_view key,
                               std::string* value) {
   CAIRN_RETURN_IF_ERROR(Validate(db, key, {}));
@@ -1319,22 +1432,21 @@ Status LogStore::GetUncounted(std::uint32_t db, std::string_view key,
         return failed;  // it failed where the index still points: damage
       }
       loc = entry->value();
-      if (!loc.durable()) {
-        MutexLock log_lock(&log_mu_);
-        if (!DurableByWatermark(loc)) {
-          // Unflushed: its block is still in memory (a block is released
-          // only once the watermark covers it, under log_mu_).
-          const PendingBlock* pending = FindPendingLocked(loc.block);
-          CAIRN_CHECK(pending != nullptr);
-          const LogBlockBuffer& buffer = *pending->buffer;
-          LogRecordView record;
-          CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
-              std::span<const char>(buffer.data(), buffer.used()), loc.offset,
-              {log_->log_id(), loc.block, loc.offset}, &record));
-          CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
-          value->assign(record.value);
-          return Status();
-        }
+      if (!loc.durable() && !DurableByWatermark(loc)) {
+        // Unflushed: its block is in memory until after this partition
+        // lock is released (a block leaves only after the watermark covers
+        // it and every partition lock was taken once since: PartitionGrace).
+        const PendingBlock* pending = FindPending(loc.block);
+        const LogBlockBuffer& buffer = *pending->buffer;
+        LogRecordView record;
+        // The record's own bytes only: appends fill the bytes past it.
+        CAIRN_RETURN_IF_ERROR(DecodeLogRecord(
+            std::span<const char>(buffer.data(),
+                                  std::size_t{loc.offset} + loc.length),
+            loc.offset, {log_->log_id(), loc.block, loc.offset}, &record));
+        CAIRN_RETURN_IF_ERROR(CheckRecord(record, key, loc.length));
+        value->assign(record.value);
+        return Status();
       }
     }
     // Durable records never change on disk while the index points at them:
@@ -1368,8 +1480,7 @@ bool LogStore::IndexSaysDurable(std::uint32_t db, std::string_view key) {
 
 // --- Flush, checkpoint, close -----------------------------------------------
 
-Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
-                         FlushReport* report, bool* more) {
+Status LogStore::FlushIo(FlushReport* report, bool* more) {
   struct BlockWrite {
     PendingBlock* pending = nullptr;
     std::uint32_t from = 0;
@@ -1377,7 +1488,6 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     bool hint = false;        // write `header`
     bool identity = false;    // `header` is the block's first
     LogBlockHeader header;    // names bytes an earlier sync made durable
-    std::vector<FlushReceipt> receipts;
   };
   std::vector<BlockWrite> writes;
   writes.reserve(4);
@@ -1386,9 +1496,17 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
   // succeeds (it writes every such block's new bytes), also when that block
   // is empty.
   std::uint64_t newest = 0;
+  // The blocks in memory (only this flush releases them). Each one's
+  // appends in flight below its boundary complete before its bytes are
+  // taken (Drain); no lock is held meanwhile, as appends take none.
+  std::vector<PendingBlock*> pending_blocks;
   {
     MutexLock log_lock(&log_mu_);
-    for (auto& pending : blocks_) {
+    pending_blocks.reserve(blocks_.size());
+    for (auto& pending : blocks_) pending_blocks.push_back(pending.get());
+  }
+  {
+    for (PendingBlock* pending : pending_blocks) {
       LogBlockBuffer& buffer = *pending->buffer;
       if (buffer.sequence == 0) {
         // No header of this block is durable yet: its first one (its
@@ -1396,12 +1514,13 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
         // and every later block's wait for the next attempt, so that a
         // record is never durable where recovery cannot tell its block.
         BlockWrite& w = writes.emplace_back();
-        w.pending = pending.get();
+        w.pending = pending;
         w.hint = w.identity = true;
         w.header = LogBlockHeader{buffer.block(), 1, 0, 0, 0, buffer.slot()};
         *more = true;
         break;
       }
+      buffer.Advance(buffer.Drain());
       newest = (buffer.block() << 32) | buffer.used();
       const bool data = buffer.flushed < buffer.used();
       // The hint is rewritten once the durable boundary is kLogHintStride
@@ -1414,7 +1533,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
            buffer.header_used < buffer.used());
       if (!data && !hint) continue;
       BlockWrite& w = writes.emplace_back();
-      w.pending = pending.get();
+      w.pending = pending;
       w.from = buffer.flushed;
       w.snapshot = buffer.HeaderAtUsed(0);
       w.hint = hint;
@@ -1422,7 +1541,6 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       // this attempt writes (the crash argument in docs/flush.md).
       w.header = buffer.durable;
       w.header.sequence = buffer.sequence + 1;
-      w.receipts.swap(pending->receipts);
     }
   }
   if (writes.empty()) {
@@ -1475,14 +1593,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
       if (!s.ok()) {
         // Nothing advances: the retry rewrites these bytes from the buffer
         // and writes its hint into the same slot (same sequence), so the
-        // other slot keeps the last synced header. Hand the receipts back.
-        try {
-          w.pending->receipts.insert(w.pending->receipts.begin(),
-                                     w.receipts.begin(), w.receipts.end());
-        } catch (const std::bad_alloc&) {
-          // Those entries stay unmarked; Get still finds them in memory or,
-          // once a later flush covers them, by the watermark.
-        }
+        // other slot keeps the last synced header.
         continue;
       }
       if (w.hint) {
@@ -1513,18 +1624,7 @@ Status LogStore::FlushIo(std::vector<FlushedBatch>* batches,
     expected_group_ = in_wait_;
   }
   group_cv_.notify_all();
-  if (!s.ok()) return s;
-  for (BlockWrite& w : writes) {
-    if (w.receipts.empty()) continue;
-    try {
-      batches->push_back({{static_cast<std::uint32_t>(w.snapshot.block),
-                           w.snapshot.used_bytes},
-                          std::move(w.receipts)});
-    } catch (const std::bad_alloc&) {
-      // As above: the watermark covers these records.
-    }
-  }
-  return Status();
+  return s;
 }
 
 Status LogStore::WriteHeaders(bool all, FlushReport* report) {
@@ -1561,43 +1661,63 @@ Status LogStore::WriteHeaders(bool all, FlushReport* report) {
   return Status();
 }
 
-void LogStore::RunPasses(std::vector<FlushedBatch>& batches,
-                         FlushReport* report) {
+void LogStore::RunPasses(FlushReport* report) {
   if (options_.mode != FlushMode::kReceipts) return;
   try {
-    RunPassesOrThrow(batches, report);
+    RunPassesOrThrow(report);
   } catch (const std::bad_alloc&) {
     // Out of memory: the entries not marked stay durable by the watermark.
   }
 }
 
-void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
-                                FlushReport* report) {
+void LogStore::RunPassesOrThrow(FlushReport* report) {
   const std::int64_t start = clock_->NowNanos();
   ReceiptPassStats total;
   const std::uint32_t databases = options_.databases;
-  std::vector<FlushReceipt> sorted;
-  std::vector<std::size_t> begin(partitions_.size() + 1);
-  for (FlushedBatch& batch : batches) {
-    // Group by partition (counting sort, stable), outside every lock.
-    std::fill(begin.begin(), begin.end(), 0);
-    for (const FlushReceipt& r : batch.receipts) ++begin[r.map / databases + 1];
-    for (std::size_t p = 1; p < begin.size(); ++p) begin[p] += begin[p - 1];
-    sorted.resize(batch.receipts.size());
-    std::vector<std::size_t> next(begin.begin(), begin.end() - 1);
-    for (const FlushReceipt& r : batch.receipts)
-      sorted[next[r.map / databases]++] = r;
-    for (std::size_t p = 0; p < partitions_.size(); ++p) {
-      if (begin[p] == begin[p + 1]) continue;
-      Partition& part = *partitions_[p];
-      auto maps = [&part, databases](std::uint32_t id) -> RecordIndex* {
-        part.mu.AssertHeld();  // ApplyReceiptsSliced holds it around calls
-        return part.maps[id % databases].get();
-      };
-      total.Add(
-          ApplyReceiptsSliced(std::span<const FlushReceipt>(sorted).subspan(
-                                  begin[p], begin[p + 1] - begin[p]),
-                              maps, batch.range, options_.pass, &part.mu));
+  // Every record below the watermark is durable: records of earlier blocks
+  // whole, of its block up to its boundary.
+  const std::uint64_t w = watermark_.load(std::memory_order_acquire);
+  const std::uint64_t w_block = w >> 32;
+  auto covered = [w](const FlushReceipt& r) {
+    return ((std::uint64_t{r.block} << 32) | (r.offset + r.length)) <= w;
+  };
+  std::vector<FlushReceipt> taken;
+  for (auto& part_ptr : partitions_) {
+    Partition& part = *part_ptr;
+    // Only the partitions with receipts are locked (a store may have
+    // thousands).
+    if (!part.has_receipts.load(std::memory_order_relaxed)) continue;
+    {
+      // A partition's receipts are in log order: the covered ones are a
+      // prefix.
+      MutexLock lock(&part.mu);
+      const auto end = std::partition_point(part.receipts.begin(),
+                                            part.receipts.end(), covered);
+      if (end == part.receipts.begin()) continue;
+      taken.assign(part.receipts.begin(), end);
+      part.receipts.erase(part.receipts.begin(), end);
+      if (part.receipts.empty()) {
+        part.has_receipts.store(false, std::memory_order_relaxed);
+      }
+    }
+    auto maps = [&part, databases](std::uint32_t id) -> RecordIndex* {
+      part.mu.AssertHeld();  // ApplyReceiptsSliced holds it around calls
+      return part.maps[id % databases].get();
+    };
+    // One pass per block: its durable range.
+    for (std::size_t begin = 0; begin < taken.size();) {
+      std::size_t end = begin;
+      while (end < taken.size() && taken[end].block == taken[begin].block) {
+        ++end;
+      }
+      const std::uint32_t block = taken[begin].block;
+      const FlushedRange range{
+          block, block < w_block ? UINT32_MAX
+                                 : static_cast<std::uint32_t>(w & 0xffffffffu)};
+      total.Add(ApplyReceiptsSliced(
+          std::span<const FlushReceipt>(taken).subspan(begin, end - begin),
+          maps, range, options_.pass, &part.mu));
+      begin = end;
     }
   }
   if (report != nullptr) {
@@ -1608,15 +1728,33 @@ void LogStore::RunPassesOrThrow(std::vector<FlushedBatch>& batches,
 }
 
 void LogStore::ReleaseFlushedBlocks() {
+  // A full block goes once its bytes and its final header are durable (the
+  // open block is never released: blocks_ holds more than it), and once
+  // every partition lock was taken after that: a Get or an append holding
+  // one may still use the block (Reserve, GetUncounted).
+  auto releasable = [this]() CAIRN_REQUIRES(log_mu_) {
+    std::size_t n = 0;
+    while (n + 1 < blocks_.size()) {
+      const LogBlockBuffer& b = *blocks_[n]->buffer;
+      if (!b.sealed() || b.flushed != b.used() || b.header_used != b.used()) {
+        break;
+      }
+      ++n;
+    }
+    return n;
+  };
+  std::size_t count;
+  {
+    MutexLock log_lock(&log_mu_);
+    count = releasable();
+  }
+  if (count == 0) return;
+  PartitionGrace();
   bool released = false;
   {
     MutexLock log_lock(&log_mu_);
-    // A full block goes once its bytes and its final header are durable.
-    while (blocks_.size() > 1 &&
-           blocks_.front()->buffer->flushed ==
-               blocks_.front()->buffer->used() &&
-           blocks_.front()->buffer->header_used ==
-               blocks_.front()->buffer->used()) {
+    for (; count > 0; --count) {
+      RingEraseLocked(blocks_.front().get());
       // Kept for the next blocks, so that their pages are not faulted in
       // again under the writers: two, or as many as may wait for a
       // flusher.
@@ -1635,26 +1773,24 @@ void LogStore::ReleaseFlushedBlocks() {
   if (released && options_.host_flusher) WakeWriters();
 }
 
-Status LogStore::FlushAllIo(std::vector<FlushedBatch>* batches,
-                            FlushReport* report) {
+Status LogStore::FlushAllIo(FlushReport* report) {
   // An attempt that wrote a new block's first header leaves its records
   // (and later blocks') to the next one; each attempt makes one more block
   // known, so this ends.
   for (;;) {
     bool more = false;
-    CAIRN_RETURN_IF_ERROR(FlushIo(batches, report, &more));
+    CAIRN_RETURN_IF_ERROR(FlushIo(report, &more));
     if (!more) return Status();
   }
 }
 
 Status LogStore::FlushLocked(FlushReport* report, bool all_headers) {
-  std::vector<FlushedBatch> batches;
   FlushReport local;
-  Status s = FlushAllIo(&batches, &local);
+  Status s = FlushAllIo(&local);
   // The records are durable (the group is already woken); full blocks and,
   // with all_headers, every block then get a final header, one more sync.
   if (s.ok()) s = WriteHeaders(all_headers, &local);
-  RunPasses(batches, &local);
+  RunPasses(&local);
   ReleaseFlushedBlocks();
   AddReport(totals_, local);
   if (report != nullptr) AddReport(*report, local);
@@ -1699,15 +1835,16 @@ Status LogStore::Flush(FlushReport* report) {
   const std::uint64_t failures = FailuresSoFar();
   std::uint64_t target;
   {
-    // The end of the last record appended: the newest block that holds one
-    // (a block just opened may be empty, its append rolled back; the
-    // watermark never names an empty block's start).
+    // The end of the last record reserved (a flush waits for those in
+    // flight): in the newest block that holds one (a block just opened may
+    // be empty: the target is then the end of the block before it).
     MutexLock log_lock(&log_mu_);
     target = 0;
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
       const LogBlockBuffer& buffer = *(*it)->buffer;
-      if (buffer.used() > 0 || std::next(it) == blocks_.rend()) {
-        target = (buffer.block() << 32) | buffer.used();
+      const std::uint32_t reserved = buffer.reserved();
+      if (reserved > 0 || std::next(it) == blocks_.rend()) {
+        target = (buffer.block() << 32) | reserved;
         break;
       }
     }
@@ -1810,7 +1947,7 @@ Status LogStore::CheckpointLocked() {
     {
       MutexLock log_lock(&log_mu_);
       block = blocks_.back()->buffer->block();
-      offset = blocks_.back()->buffer->used();
+      offset = blocks_.back()->buffer->reserved();
     }
     std::string bytes = EncodeCheckpoint(block, offset);
     // Every copied entry names a record appended before now: one flush
@@ -1925,14 +2062,16 @@ Status LogStore::Compact(const CompactOptions& options, CompactReport* report) {
   try {
     MutexLock log_lock(&log_mu_);
     // Blocks no longer in memory: full, every byte and the final header
-    // durable, no receipt in flight.
+    // durable.
     const std::uint64_t first_in_memory = blocks_.front()->buffer->block();
     const double limit =
         options.max_live_fraction *
         static_cast<double>(LogRecordSpace(log_->block_bytes()));
     for (const auto& [block, info] : table_) {
       if (block >= first_in_memory) break;
-      if (static_cast<double>(info.live) > limit) continue;
+      const std::uint64_t live =
+          LiveOf(info.slot).load(std::memory_order_relaxed);
+      if (static_cast<double>(live) > limit) continue;
       // A FlushDb record hides every older record of its database: the
       // block stays while replay could apply those (at or after the
       // checkpoint's position, or with no checkpoint).
@@ -1941,7 +2080,7 @@ Status LogStore::Compact(const CompactOptions& options, CompactReport* report) {
         ++local.blocks_pinned;
         continue;
       }
-      candidates.push_back({info.live, block, info.slot});
+      candidates.push_back({live, block, info.slot});
     }
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError("out of memory choosing blocks to compact");
@@ -1976,7 +2115,8 @@ Status LogStore::Compact(const CompactOptions& options, CompactReport* report) {
     for (const Candidate& c : done) {
       auto it = table_.find(c.block);
       // Every entry that pointed into the block now points at its copy.
-      CAIRN_CHECK(it != table_.end() && it->second.live == 0);
+      CAIRN_CHECK(it != table_.end() &&
+                  LiveOf(c.slot).load(std::memory_order_relaxed) == 0);
       table_.erase(it);
       try {
         free_slots_.push_back(c.slot);
@@ -2099,11 +2239,9 @@ Status LogStore::RelocateTombstone(std::uint32_t db, std::string_view key,
   // The key set again since: the tombstone hides only records older than
   // that Set, which replay applies before it anyway.
   if (part.maps[db]->Find(key) != nullptr) return NotFoundError();
-  MutexLock log_lock(&log_mu_);
-  LogBlockBuffer::Mark mark;
-  auto loc = AppendLocked(LogRecordType::kDelete, db, key, {}, &mark);
-  if (!loc.ok()) return loc.status();
-  *end = EndOf(*loc);
+  auto append = Reserve(LogRecordBytes(key.size(), 0));
+  if (!append.ok()) return append.status();
+  *end = EndOf(FinishAppend(*append, LogRecordType::kDelete, db, key, {}));
   return Status();
 }
 

@@ -32,13 +32,15 @@
 // thread at a time (the host serialises its flushes). Reads and writes of
 // distinct byte ranges need no lock (FileHandle allows them concurrently).
 // All calls may block on I/O. A
-// LogBlockBuffer is a plain object: the host guards it (LogStore appends
-// under its log mutex and flushes a snapshot of the bytes already written,
-// which appends never touch again).
+// LogBlockBuffer takes appends from any number of threads and one flusher
+// at a time (its class comment: TryReserve/Fill/Complete, Drain/Advance);
+// the flusher writes bytes below a drained boundary, which appends never
+// touch again.
 
 #ifndef CAIRN_FLUSH_BLOCK_LOG_H_
 #define CAIRN_FLUSH_BLOCK_LOG_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -206,11 +208,31 @@ class BlockLog {
   const bool sync_;
 };
 
-// The in-memory image of one block's data area while it fills. Records are
-// appended at the end; bytes below used() never change again, so a flusher
-// may write them while later appends continue (under the host's lock).
-// Records other than the seal use at most LogRecordSpace bytes, so Seal()
-// always fits.
+// The in-memory image of one block's data area while it fills.
+//
+// Appends from many threads (LogStore's writers): TryReserve claims the next
+// bytes of the block by one compare-and-swap on a state word, Fill encodes
+// the record there with no lock, Complete publishes it. No reservation ever
+// fails after it is made, so the block never has a hole. Seal reserves the
+// last 16 bytes for the seal record (every other record leaves them free)
+// and makes every later TryReserve fail.
+//
+// One flusher at a time (the host serialises it): Drain returns a boundary
+// below which every reservation has completed (it waits for the ones in
+// flight), and Advance folds the records up to it into used(),
+// record_count(), chain_checksum() and sealed(), the block's state that a
+// flush writes and a header names. Bytes below used() never change again.
+//
+// The state word: bits 0-31 the reserved end, 32-46 and 47-61 the number of
+// reservations in flight of phase 0 and 1, bit 62 "sealed", bit 63 the
+// current phase. Drain flips the phase: every reservation below the end it
+// read then was taken in the old phase, so once that phase's count is zero
+// all of them have completed (the count is read with acquire, each Complete
+// subtracts with release: their bytes are visible). Drains never overlap,
+// so the old phase's count is zero again before the next flip.
+//
+// Append and the single-threaded Seal (tests, tools, recovery) do all of it
+// in one call.
 class LogBlockBuffer {
  public:
   // Allocates data_bytes (the block's data area, aligned to
@@ -226,17 +248,45 @@ class LogBlockBuffer {
   std::uint64_t block() const noexcept { return block_; }
   std::uint32_t slot() const noexcept { return slot_; }
   const char* data() const noexcept { return data_.get(); }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+  // --- Appends (any number of threads) --------------------------------------
+  struct Reservation {
+    std::uint32_t offset = 0;  // in the data area
+    std::uint32_t phase = 0;   // what Complete needs
+  };
+  // Claims record_bytes at the end of the block; false if the block is
+  // sealed or the record does not fit before the seal's bytes.
+  bool TryReserve(std::size_t record_bytes, Reservation* r) noexcept;
+  // Encodes the record at the reservation (made for its size); no lock.
+  void Fill(const Reservation& r, LogRecordType type, std::uint32_t db,
+            std::string_view key, std::string_view value) noexcept;
+  // Publishes the filled reservation to Drain.
+  void Complete(const Reservation& r) noexcept;
+  // Reserves, fills and completes the seal record; no reservation succeeds
+  // afterwards. No-op on a sealed block.
+  void AppendSeal() noexcept;
+  // The end of everything reserved so far (the seal included).
+  std::uint32_t reserved() const noexcept {
+    return static_cast<std::uint32_t>(state_.load(std::memory_order_acquire) &
+                                      kOffsetMask);
+  }
+  bool Fits(std::size_t record_bytes) const noexcept;
+
+  // --- The flusher (one at a time) ------------------------------------------
+  // A boundary at or past used() below which every reservation completed;
+  // waits (yielding) for the reservations in flight below it.
+  std::uint32_t Drain() noexcept;
+  // Folds the completed records in [used(), end) into the state below.
+  void Advance(std::uint32_t end) noexcept;
   std::uint32_t used() const noexcept { return used_; }
   std::uint32_t record_count() const noexcept { return records_; }
   std::uint64_t chain_checksum() const noexcept { return chain_; }
-  std::size_t capacity() const noexcept { return capacity_; }
   bool sealed() const noexcept { return sealed_; }
-  bool Fits(std::size_t record_bytes) const noexcept {
-    return ok() && !sealed_ && capacity_ >= kLogSealRecordBytes &&
-           record_bytes <= capacity_ - kLogSealRecordBytes - used_;
-  }
+
+  // --- Single-threaded use (tests, tools, recovery) --------------------------
   // Appends one record (the caller checked Fits and the limits) and
-  // returns its offset in the data area.
+  // returns its offset in the data area; used() moves past it.
   std::uint32_t Append(LogRecordType type, std::uint32_t db,
                        std::string_view key, std::string_view value) noexcept;
   // Appends the seal record; nothing fits afterwards.
@@ -254,23 +304,12 @@ class LogBlockBuffer {
   // next flush writes that page again from its start; nothing otherwise.
   // The log's read error if that fails.
   Status LoadBoundaryPage(const BlockLog& log);
-  // The state before an append, to undo that append (Rollback) while no
-  // one else appended or flushed since (the host's lock held throughout).
-  struct Mark {
-    std::uint32_t used;
-    std::uint32_t records;
-    std::uint64_t chain;
-  };
-  Mark mark() const noexcept { return {used_, records_, chain_}; }
-  void Rollback(const Mark& m) noexcept {
-    used_ = m.used;
-    records_ = m.records;
-    chain_ = m.chain;
-  }
-  // Empties the buffer for reuse as `block` of the same log, in `slot`.
+  // Empties the buffer for reuse as `block` of the same log, in `slot`
+  // (no append in flight; the caller publishes it afterwards).
   void Reset(std::uint64_t block, std::uint32_t slot) noexcept {
     block_ = block;
     slot_ = slot;
+    state_.store(0, std::memory_order_relaxed);
     used_ = records_ = 0;
     chain_ = 0;
     sealed_ = false;
@@ -290,11 +329,24 @@ class LogBlockBuffer {
   std::uint32_t header_used = 0;  // the boundary that header names
 
  private:
+  static constexpr std::uint64_t kOffsetMask = 0xffffffffu;
+  static constexpr int kCountShift[2] = {32, 47};
+  static constexpr std::uint64_t kCountMask = 0x7fff;
+  static constexpr std::uint64_t kSealedBit = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t kPhaseBit = std::uint64_t{1} << 63;
+  static std::uint32_t PhaseOf(std::uint64_t s) noexcept {
+    return static_cast<std::uint32_t>(s >> 63);
+  }
+  // Reserves `bytes` at the end if `fits(end)`; `seal` sets the sealed bit.
+  bool Reserve(std::size_t bytes, bool seal, Reservation* r) noexcept;
+
   std::uint64_t block_;
   std::uint32_t slot_;
   std::size_t capacity_;
   std::uint64_t log_id_;
   flush_internal::AlignedBytes data_;
+  std::atomic<std::uint64_t> state_{0};
+  // The flusher's: the records folded so far.
   std::uint32_t used_ = 0;
   std::uint32_t records_ = 0;
   std::uint64_t chain_ = 0;

@@ -45,8 +45,12 @@
 // makes Open fail with kDataLoss rather than index it.
 //
 // Thread safety: every method may be called from any thread. Set, Del and
-// Get lock the key's partition (and the log mutex while appending or
-// reading an unflushed record); FlushDb locks every partition. Flush,
+// Get lock the key's partition and no store-wide lock: an append reserves
+// its bytes in the open block by compare-and-swap (the log mutex only when
+// the block is full, once per block), and an unflushed record is read from
+// memory under the partition lock (the log mutex only to find its block if
+// more than 64 blocks wait in memory); FlushDb locks every partition, and
+// the log mutex to mark its block. Flush,
 // SetDurable and DelDurable wait in a group (group mutex and condition
 // variable, a leaf lock): one of them at a time leads a flush attempt, the
 // others wait for it. Flush attempts are serialised by a flush mutex.
@@ -56,15 +60,13 @@
 // partition's maps, then flushes as Flush does and writes the file with no
 // partition lock held, so Set, Get and Del wait at most for one partition's
 // copy. Compact and Checkpoint calls are serialised by a compact mutex
-// (Close waits for it); Compact takes partition locks and the log mutex per
-// copied record. Lock order: compact mutex, flush mutex,
-// partitions in ascending order, log mutex; the group mutex is a leaf
-// (docs/concurrency.md). Set, Del and FlushDb may block
-// in Flush when `max_sealed_blocks` full blocks are waiting (back-pressure),
-// or, with `host_flusher` and a RunFlusher running, wait for the flusher
-// (the sealed mutex, a leaf, guards that handoff).
-// Every method may block on I/O or locks; none may be called from a
-// callback of another.
+// (Close waits for it); Compact takes a partition lock per copied record. Lock
+// order: compact mutex, flush mutex, partitions in ascending order, log mutex;
+// the group mutex is a leaf (docs/concurrency.md). Set, Del and FlushDb may
+// block in Flush when `max_sealed_blocks` full blocks are waiting
+// (back-pressure), or, with `host_flusher` and a RunFlusher running, wait for
+// the flusher (the sealed mutex, a leaf, guards that handoff). Every method may
+// block on I/O or locks; none may be called from a callback of another.
 
 #ifndef CAIRN_FLUSH_LOG_STORE_H_
 #define CAIRN_FLUSH_LOG_STORE_H_
@@ -374,14 +376,21 @@ class LogStore {
   struct Partition {
     Mutex mu;
     std::vector<std::unique_ptr<RecordIndex>> maps CAIRN_GUARDED_BY(mu);
+    // The receipts of this partition's appends not yet handed to a pass,
+    // in log order (each append reserves its bytes under this lock), and
+    // whether there are any (set and cleared under mu; the pass reads it
+    // without mu to skip the partition: a stale false only leaves the
+    // receipts for the next pass).
+    std::vector<FlushReceipt> receipts CAIRN_GUARDED_BY(mu);
+    std::atomic<bool> has_receipts{false};
   };
   struct PendingBlock {
     std::unique_ptr<LogBlockBuffer> buffer;
-    std::vector<FlushReceipt> receipts;  // not yet handed to a pass
   };
-  struct FlushedBatch {
-    FlushedRange range;
-    std::vector<FlushReceipt> receipts;
+  // An append in progress: the block and the bytes reserved in it.
+  struct Append {
+    PendingBlock* block = nullptr;
+    LogBlockBuffer::Reservation reservation;
   };
 
   LogStore(std::string dir, const LogStoreOptions& options, Env* env,
@@ -442,14 +451,23 @@ class LogStore {
                      FlushReport* report) CAIRN_EXCLUDES(group_mu_, flush_mu_)
       CAIRN_NO_THREAD_SAFETY_ANALYSIS;  // std::unique_lock for the condvar
   std::size_t PartitionOf(std::string_view key) const noexcept;
-  // Appends a record to the current block, sealing it first if needed.
-  // The caller holds log_mu_. Returns the location (flags 0) and, in *mark,
-  // the block's state before the append (to roll it back).
-  Result<RecordLocation> AppendLocked(LogRecordType type, std::uint32_t db,
-                                      std::string_view key,
-                                      std::string_view value,
-                                      LogBlockBuffer::Mark* mark)
-      CAIRN_REQUIRES(log_mu_);
+  // Reserves `bytes` in the open block with no lock; when they do not fit,
+  // opens the next block under log_mu_ (sealing the full one). The caller
+  // holds the partition lock of the record's key (FlushDb: every one) until
+  // it has called FinishAppend, which it must, whatever else fails: a block
+  // leaves memory only after each partition lock was taken once after the
+  // block stopped being the open one (ReleaseFlushedBlocks), and a flush
+  // waits for every reservation below its boundary (docs/concurrency.md,
+  // "LogStore appends").
+  Result<Append> Reserve(std::size_t bytes) CAIRN_EXCLUDES(log_mu_);
+  // Seals `full` (the open block) and opens the next one. Nothing changes
+  // if it fails.
+  Status OpenNextBlockLocked(PendingBlock* full) CAIRN_REQUIRES(log_mu_);
+  // Encodes the record into the reservation, completes it and returns its
+  // location (flags 0). Cannot fail.
+  static RecordLocation FinishAppend(const Append& append, LogRecordType type,
+                                     std::uint32_t db, std::string_view key,
+                                     std::string_view value) noexcept;
   bool DurableByWatermark(const RecordLocation& loc) const noexcept;
   Status ReadFromFile(const RecordLocation& loc, std::string_view key,
                       std::string* value) const;
@@ -472,20 +490,17 @@ class LogStore {
   // *more: it stopped before a block whose header (its identity: number
   // and slot) was not yet durable, after writing that header; the caller
   // runs another attempt for that block's records.
-  Status FlushIo(std::vector<FlushedBatch>* batches, FlushReport* report,
-                 bool* more) CAIRN_REQUIRES(flush_mu_);
+  Status FlushIo(FlushReport* report, bool* more) CAIRN_REQUIRES(flush_mu_);
   // FlushIo until no block waits for its first header.
-  Status FlushAllIo(std::vector<FlushedBatch>* batches, FlushReport* report)
-      CAIRN_REQUIRES(flush_mu_);
+  Status FlushAllIo(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
   // Writes the header of every block whose durable state is ahead of it
   // (`all`), or only of full blocks whose bytes are all durable, then syncs.
   Status WriteHeaders(bool all, FlushReport* report) CAIRN_REQUIRES(flush_mu_);
-  // The receipt pass; out of memory skips the rest of it (the watermark
-  // still says which records are durable).
-  void RunPasses(std::vector<FlushedBatch>& batches, FlushReport* report)
-      CAIRN_REQUIRES(flush_mu_);
-  void RunPassesOrThrow(std::vector<FlushedBatch>& batches, FlushReport* report)
-      CAIRN_REQUIRES(flush_mu_);
+  // The receipt pass over every partition's receipts that the watermark
+  // covers; out of memory skips the rest of it (the watermark still says
+  // which records are durable).
+  void RunPasses(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
+  void RunPassesOrThrow(FlushReport* report) CAIRN_REQUIRES(flush_mu_);
   void ReleaseFlushedBlocks() CAIRN_REQUIRES(flush_mu_);
   static void AddReport(FlushReport& into, const FlushReport& r);
   // The metrics of one flush (a checkpoint's included).
@@ -560,7 +575,6 @@ class LogStore {
   // frees them. live_total_ and log_blocks_ mirror it for VisitMetrics.
   struct BlockInfo {
     std::uint32_t slot = 0;
-    std::uint64_t live = 0;
     bool flushdb = false;
   };
   std::map<std::uint64_t, BlockInfo> table_ CAIRN_GUARDED_BY(log_mu_);
@@ -577,9 +591,24 @@ class LogStore {
   std::atomic<std::uint64_t> live_total_{0};
   std::atomic<std::uint64_t> log_blocks_{0};
   std::atomic<std::uint64_t> log_slots_{0};
+  // Live bytes per block slot (of the block now in it). Writers add and
+  // take off with relaxed atomics under their key's partition lock only, so
+  // a record's addition comes before its removal in the counter's order;
+  // the counters come in chunks, allocated under log_mu_ when a slot is
+  // first given out and kept while the store is open.
+  static constexpr std::size_t kLiveChunk = 1024;
+  static constexpr std::size_t kLiveChunks =
+      RecordLocation::kMaxSlots / kLiveChunk;
+  std::unique_ptr<std::atomic<std::atomic<std::uint64_t>*>[]> live_chunks_;
+  std::vector<std::unique_ptr<std::atomic<std::uint64_t>[]>> live_storage_
+      CAIRN_GUARDED_BY(log_mu_);
+  // The counter of `slot`, which AllocateSlotLocked gave out.
+  std::atomic<std::uint64_t>& LiveOf(std::uint32_t slot) const noexcept;
+  // Makes LiveOf(slot) valid; false if out of memory.
+  bool EnsureLiveLocked(std::uint32_t slot) CAIRN_REQUIRES(log_mu_);
   // Adds a record to, or takes it off, its block's live bytes.
-  void AddLive(const RecordLocation& loc) CAIRN_REQUIRES(log_mu_);
-  void SubLive(const RecordLocation& loc) CAIRN_REQUIRES(log_mu_);
+  void AddLive(const RecordLocation& loc) noexcept;
+  void SubLive(const RecordLocation& loc) noexcept;
   // Recomputes every block's live bytes from the recovered index (Open);
   // kDataLoss if an entry names a block the log does not hold.
   Status RebuildLive();
@@ -595,6 +624,28 @@ class LogStore {
   Result<std::uint32_t> AllocateSlotLocked() CAIRN_REQUIRES(log_mu_);
   // The pending block holding `block`, or null.
   PendingBlock* FindPendingLocked(std::uint64_t block) CAIRN_REQUIRES(log_mu_);
+  // The pending block holding `block`, which must be in memory (the caller
+  // holds a partition lock after seeing the watermark below it): from the
+  // ring, else under log_mu_.
+  const PendingBlock* FindPending(std::uint64_t block) CAIRN_EXCLUDES(log_mu_);
+  // The block being filled: appends reserve in it without a lock. Set under
+  // log_mu_ (release) once the block is ready.
+  std::atomic<PendingBlock*> open_{nullptr};
+  // Pending blocks by number, for Get without log_mu_: entry block % size
+  // holds (block + 1, its PendingBlock) while that block is in memory, if
+  // no other pending block had the entry when it opened (else Get looks
+  // the block up under log_mu_). Written under log_mu_.
+  struct PendingRingEntry {
+    std::atomic<std::uint64_t> block_plus_one{0};
+    std::atomic<PendingBlock*> pending{nullptr};
+  };
+  static constexpr std::size_t kPendingRing = 64;
+  std::unique_ptr<PendingRingEntry[]> pending_ring_;
+  void RingInsertLocked(PendingBlock* pending) CAIRN_REQUIRES(log_mu_);
+  void RingEraseLocked(const PendingBlock* pending) CAIRN_REQUIRES(log_mu_);
+  // Takes and drops every partition lock in turn: whoever held one before
+  // has left it (ReleaseFlushedBlocks).
+  void PartitionGrace() CAIRN_NO_THREAD_SAFETY_ANALYSIS;
   // Durable up to (block << 32 | boundary): records of earlier blocks, and
   // of that block ending at or below boundary.
   std::atomic<std::uint64_t> watermark_{0};
