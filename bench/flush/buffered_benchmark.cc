@@ -16,6 +16,12 @@
 //   BM_FlushX5BufferedGet/<impl>/<keys>/real_time/threads:<n>
 //       one GET of a key uniform over the loaded ones (every one found).
 //       items = GETs.
+//   BM_LogStoreAppend/real_time/threads:<n>
+//       a diagnostic, not a gate: LogStore's append path alone (appends
+//       take no store-wide lock; docs/flush.md, "Many writers"): Set
+//       overwrites of 100k keys with 100-byte values into 1 GiB blocks,
+//       sync off, so that no flush and few page faults of new block
+//       buffers fall in the timed loop. Each run opens a store of its own.
 // The `keys` keys are loaded first (peer_stores.h: the stores and their
 // tuning), into a real file under $CAIRN_BENCH_DIR or /tmp. A process
 // shares one store per implementation between SETs and GETs: the gates run
@@ -24,6 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -72,6 +80,51 @@ void RunGet(benchmark::State& state, const std::string& impl,
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
+
+// BM_LogStoreAppend's store: made by thread 0 before the threads' common
+// start, closed by it after their common end.
+std::unique_ptr<cairn::LogStore>& AppendStore() {
+  static auto& store = *new std::unique_ptr<cairn::LogStore>;
+  return store;
+}
+
+void BM_LogStoreAppend(benchmark::State& state) {
+  constexpr std::size_t kKeys = 100000;
+  static std::string dir;
+  if (state.thread_index() == 0) {
+    cairn::LogStoreOptions o;
+    o.sync = false;
+    o.block_bytes = std::size_t{1} << 30;
+    o.max_sealed_blocks = 64;
+    o.checkpoint_on_close = false;
+    dir = cairn::bench::PeerBenchDir("append", "logstore");
+    auto opened = cairn::LogStore::Open(dir + "/store", o);
+    if (!opened.ok()) std::abort();
+    AppendStore() = std::move(opened).value();
+    const std::string value(100, 'v');
+    for (std::size_t i = 0; i < kKeys; ++i) {
+      if (!AppendStore()->Set(0, cairn::bench::PeerKey(i), value).ok()) {
+        std::abort();
+      }
+    }
+  }
+  std::mt19937_64 rng = cairn::bench::PeerThreadRng(state.thread_index());
+  const std::string value(100, static_cast<char>('a' + state.thread_index()));
+  for (auto _ : state) {
+    if (!AppendStore()
+             ->Set(0, cairn::bench::PeerKey(rng() % kKeys), value)
+             .ok()) {
+      std::abort();
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+  if (state.thread_index() == 0) {
+    if (!AppendStore()->Close().ok()) std::abort();
+    AppendStore().reset();
+    std::filesystem::remove_all(dir);
+  }
+}
+BENCHMARK(BM_LogStoreAppend)->UseRealTime()->Threads(1)->Threads(2)->Threads(8);
 
 }  // namespace
 
