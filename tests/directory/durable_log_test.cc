@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -32,6 +34,7 @@
 #include "directory/directory_testing.h"
 #include "directory/durable_log_testing.h"
 #include "directory/every_log.h"
+#include "testing/alloc_counter.h"
 #include "testing/stress.h"
 
 namespace cairn {
@@ -257,6 +260,77 @@ TEST(DurableLogTest, H1FailedMemberAppendLeavesGroupLeaseUntouched) {
                  EXPECT_EQ(v.lease_deadline_nanos(), lease_before);
                }).ok());
   EXPECT_TRUE(d.EraseGroup("g").ok());
+}
+
+// An EraseGroup that runs out of memory (std::bad_alloc, thrown as the
+// directory's writes throw it) before its record is appended changes
+// nothing: no kEraseGroup record, the quota and every member as they were,
+// and the member locks free (a second EraseGroup, under a watchdog,
+// succeeds). Every allocation of the call fails in turn; the directory
+// itself allocates nothing after the append, so a later failure can only
+// come from the log (this test's InMemoryDurableLog records the tokens in
+// Finalize), and then the group is gone whole.
+// Real bugs this caught: the removals and the finalized tokens were
+// allocated after the record was appended and the quota refunded, the
+// removals with every member locked; a failure there left the locks held
+// (the watchdog fired) and the log ahead of memory.
+TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
+  int threw = 0;
+  for (int n = 1; n <= 400; ++n) {
+    SCOPED_TRACE(n);
+    Fixture f;
+    Dir& d = *f.dir;
+    // The thread's first retirement binds it to the route's epoch domain,
+    // which may not fail: warm up first.
+    ASSERT_TRUE(d.Create("warm", Sized(10)).ok());
+    ASSERT_TRUE(d.Erase("warm").ok());
+    for (int m = 0; m < 4; ++m) {
+      const std::string key = "m" + std::to_string(m);
+      ASSERT_TRUE(d.Create(key, Sized(10, "g"), {key}).ok());
+    }
+    const std::uint64_t charged = f.quota.charged();
+    auto erase_records = [&] {
+      std::size_t count = 0;
+      for (const auto& r : f.log.records()) {
+        DurableRecordView v;
+        if (r.state != InMemoryDurableLog::RecordState::kCancelled &&
+            DecodeDurableRecord(r.body, &v).ok() &&
+            v.op == DurableOp::kEraseGroup) {
+          ++count;
+        }
+      }
+      return count;
+    };
+    bool erased = false;
+    testing::FailNthAllocationOnThisThread(n);
+    try {
+      erased = d.EraseGroup("g").ok();
+    } catch (const std::bad_alloc&) {
+      ++threw;
+    }
+    const bool reached = testing::FailedAllocationsOnThisThread() != 0;
+    testing::FailNthAllocationOnThisThread(0);
+    if (erased || erase_records() == 1) {
+      EXPECT_EQ(d.object_count(), 0u);
+      EXPECT_EQ(f.quota.charged(), 0u);
+      if (!reached) break;  // the call made fewer than n allocations
+      continue;
+    }
+    EXPECT_EQ(erase_records(), 0u);
+    EXPECT_EQ(f.quota.charged(), charged);
+    EXPECT_EQ(d.object_count(), 4u);
+    EXPECT_EQ(f.log.open_reservations(), 0u);
+    auto again =
+        std::async(std::launch::async, [&] { return d.EraseGroup("g"); });
+    if (again.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      std::fprintf(stderr, "EraseGroup after a failed one hangs (n=%d)\n", n);
+      std::abort();
+    }
+    ASSERT_TRUE(again.get().ok());
+    EXPECT_EQ(d.object_count(), 0u);
+    EXPECT_EQ(erase_records(), 1u);
+  }
+  EXPECT_GT(threw, 0);
 }
 
 TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {

@@ -1034,6 +1034,30 @@ class GroupDirectory {
   static void UnlockObject(Entry* e) CAIRN_NO_THREAD_SAFETY_ANALYSIS {
     e->mu_.Unlock();
   }
+  // The group transaction's member locks: taken in the given (ascending
+  // key, L2) order, released in reverse by Unlock or, if an exception (out
+  // of memory) leaves the scope first, by the destructor.
+  class MemberLocks {
+   public:
+    explicit MemberLocks(const std::vector<Entry*>& members)
+        : members_(members) {
+      for (Entry* e : members_) LockObject(e);
+    }
+    MemberLocks(const MemberLocks&) = delete;
+    MemberLocks& operator=(const MemberLocks&) = delete;
+    ~MemberLocks() { Unlock(); }
+    void Unlock() {
+      if (!held_) return;
+      held_ = false;
+      for (auto it = members_.rbegin(); it != members_.rend(); ++it) {
+        UnlockObject(*it);
+      }
+    }
+
+   private:
+    const std::vector<Entry*>& members_;
+    bool held_ = true;
+  };
   // Caller holds e's lock exclusively (the group transaction's loop).
   static void MarkRemoving(Entry* e) {
     e->mu_.AssertHeld();
@@ -1682,8 +1706,14 @@ class GroupDirectory {
     }
     const std::int64_t now = clock_->NowNanos();
     std::vector<Removal> removals;
+    std::vector<ObjectToken> tokens;
     WriteBudget none;
     if (group == nullptr) {
+      // Room first: nothing may run out of memory once the record is
+      // appended and the ledger released.
+      removals.reserve(1);
+      if (log.active()) tokens.reserve(1);
+      out->reserve(out->size() + 1);
       {
         WriterLock lock(&c->mu_);
         if (!c->active_locked()) return StatusCode::kNotFound;
@@ -1694,6 +1724,7 @@ class GroupDirectory {
           return StatusCode::kAborted;
         }
         removals.push_back(MakeRemoval(candidate.owner()));
+        if (log.active()) tokens.push_back(removals.back().info.token);
         out->push_back(MoveOut(c));
         c->SetLifecycle(Lifecycle::kRemoving);
       }
@@ -1705,7 +1736,12 @@ class GroupDirectory {
       MutexLock group_lock(&group->mu_);
       if (!group->active_locked()) return StatusCode::kNotFound;
       const std::vector<Entry*> members = SortedMembers(group);
-      for (Entry* e : members) LockObject(e);
+      // Room first, before any member lock: nothing may run out of memory
+      // once the record is appended and the quota refunded.
+      removals.reserve(members.size());
+      if (log.active()) tokens.reserve(members.size());
+      out->reserve(out->size() + members.size());
+      MemberLocks member_locks(members);
       bool ok =
           (expected_members == 0 || expected_members == members.size()) &&
           c->lifecycle_.load(std::memory_order_relaxed) == Lifecycle::kActive &&
@@ -1725,17 +1761,15 @@ class GroupDirectory {
         ok = RefundQuota(charged).ok();
       }
       if (ok) {
-        removals.reserve(members.size());
         for (Entry* e : members) {
           MarkLedgerReleased(e);
           removals.push_back(MakeRemoval(Owner(owner_of_group, e)));
+          if (log.active()) tokens.push_back(removals.back().info.token);
           out->push_back(MoveOut(e));
           MarkRemoving(e);
         }
       }
-      for (auto it = members.rbegin(); it != members.rend(); ++it) {
-        UnlockObject(*it);
-      }
+      member_locks.Unlock();
       if (!ok) return StatusCode::kAborted;
       // A group is evicted whole (V1): all its members leave together.
       group->SetLifecycle(Lifecycle::kRemoving);
@@ -1749,7 +1783,7 @@ class GroupDirectory {
     // Finalized before the reclaim (payload destructors) and the callbacks.
     // Evicted even if the log cannot make it durable: *out has the objects,
     // *log_error says they are not acknowledged (H5).
-    Status durable = FinalizeRemovals(&log, removals);
+    Status durable = FinalizeRemovals(&log, tokens);
     if (!durable.ok() && log_error != nullptr) *log_error = std::move(durable);
     route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
@@ -1851,6 +1885,7 @@ class GroupDirectory {
       group = it->second;
     }
     std::vector<Removal> removals;
+    std::vector<ObjectToken> tokens;
     {
       MutexLock group_lock(&group->mu_);
       if (!group->active_locked()) return NotFoundError("group torn down");
@@ -1860,10 +1895,14 @@ class GroupDirectory {
         return FailedPreconditionError("group lease has not expired");
       }
       const std::vector<Entry*> members = SortedMembers(group.get());
+      // Room first, before any member lock: nothing may run out of memory
+      // once the record is appended and the quota refunded.
+      removals.reserve(members.size());
+      if (log.active()) tokens.reserve(members.size());
       // Group transaction: all member locks, ascending key order (L2). A
       // reader extending the group lease holds its member's shared lock, so
       // with every member locked the lease check above cannot be overtaken.
-      for (Entry* e : members) LockObject(e);
+      MemberLocks member_locks(members);
       const bool leased =
           !options.force && group->lease_deadline_.load(
                                 std::memory_order_relaxed) > clock_->NowNanos();
@@ -1875,9 +1914,7 @@ class GroupDirectory {
         }
       }
       if (busy != nullptr) {
-        for (auto it = members.rbegin(); it != members.rend(); ++it) {
-          UnlockObject(*it);
-        }
+        member_locks.Unlock();
         return FailedPreconditionError(std::string("a group member ") + busy);
       }
       // Durable log (H1): one record names every member, appended before
@@ -1900,15 +1937,13 @@ class GroupDirectory {
         }
       }
       if (!leased && !mismatch && appended.ok()) {
-        removals.reserve(members.size());
         for (Entry* e : members) {
           MarkRemoving(e);
           removals.push_back(MakeRemoval(Owner(group, e)));
+          if (log.active()) tokens.push_back(removals.back().info.token);
         }
       }
-      for (auto it = members.rbegin(); it != members.rend(); ++it) {
-        UnlockObject(*it);
-      }
+      member_locks.Unlock();
       if (leased) return FailedPreconditionError("group lease has not expired");
       if (!appended.ok()) return appended;
       if (mismatch) return FailedPreconditionError("quota ledger mismatch");
@@ -1925,7 +1960,7 @@ class GroupDirectory {
     groups_.fetch_sub(1, std::memory_order_relaxed);
     // Finalized before anything runs host code: the reclaim (payload
     // destructors) and the removal callbacks (docs/concurrency.md).
-    Status durable = FinalizeRemovals(&log, removals);
+    Status durable = FinalizeRemovals(&log, tokens);
     route_.ReclaimIfDue();
     for (Removal& r : removals) RunRemovedCallback(r);
     return durable;
@@ -2153,12 +2188,12 @@ class GroupDirectory {
     e->SetLifecycle(Lifecycle::kActive);
     return Status::Ok();
   }
+  // The removals' tokens, gathered as they are made: a vector reserved
+  // with the removals, before the change, so that nothing allocates after
+  // it.
   static Status FinalizeRemovals(LogStep* log,
-                                 const std::vector<Removal>& removals) {
+                                 std::span<const ObjectToken> tokens) {
     if (!log->active()) return Status::Ok();
-    std::vector<ObjectToken> tokens;
-    tokens.reserve(removals.size());
-    for (const Removal& r : removals) tokens.push_back(r.info.token);
     return log->Finalize(tokens);
   }
 
