@@ -143,10 +143,13 @@ TEST(ObjectRouteIndexTest, D4EraseIfMatchNeedsIdAndPointer) {
 
 // EraseEachIfMatch answers each item as EraseIfMatch would in a loop, over
 // more items than one prefetch window (8), with misses, a null entry, a
-// stale id and a key repeated after its unlink mixed in.
-TEST(ObjectRouteIndexTest, D4EraseEachIfMatchAnswersEachItemAsTheLoopWould) {
+// stale id and a key repeated after its unlink mixed in; unlocked (no
+// budget: each write its own guard) and locked (a budget: the window's
+// writes inside one guard, counted once per window).
+void EraseEachAnswersEachItemAsTheLoopWould(bool locked) {
   RouteOptions options;
-  options.bucket_count = 4;  // many items share a bucket
+  options.bucket_count = 4;           // many items share a bucket
+  options.fixed_bucket_count = true;  // Entries() is the route's population
   Route route(options);
   std::vector<Owner> owners;
   for (int i = 0; i < 22; ++i) {
@@ -175,11 +178,15 @@ TEST(ObjectRouteIndexTest, D4EraseEachIfMatchAnswersEachItemAsTheLoopWould) {
   want.push_back(StatusCode::kInvalidArgument);
   std::vector<StatusCode> got(items.size(), StatusCode::kInternal);
   std::vector<int> calls(items.size(), 0);
-  route.EraseEachIfMatch(std::span<const Route::Unlinking>(items), nullptr,
+  Route::WriteBudget none;
+  route.EraseEachIfMatch(std::span<const Route::Unlinking>(items),
+                         locked ? &none : nullptr,
                          [&](std::size_t i, const Status& s) {
                            ++calls[i];
                            got[i] = s.code();
                          });
+  route.ReclaimIfDue();
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     EXPECT_EQ(calls[i], 1) << "item " << i;
     EXPECT_EQ(got[i], want[i]) << "item " << i << " (" << items[i].key << ")";
@@ -188,7 +195,22 @@ TEST(ObjectRouteIndexTest, D4EraseEachIfMatchAnswersEachItemAsTheLoopWould) {
     EXPECT_EQ(Find(route, owners[i]->key),
               i % 5 == 3 ? owners[i].get() : nullptr)
         << owners[i]->key;
+    if (i % 5 == 3) ++kept;
   }
+  EXPECT_EQ(route.Diagnostics().entries, kept);
+  EXPECT_EQ(route_internal::ObjectRouteIndexTestPeer::Entries(route), kept);
+  // Every retired snapshot is freed once no guard is left (a window's guard
+  // ended with the window).
+  ASSERT_TRUE(route.epoch_domain().Barrier().ok());
+  EXPECT_EQ(route.Diagnostics().retired_bytes, 0u);
+}
+
+TEST(ObjectRouteIndexTest, D4EraseEachIfMatchAnswersEachItemAsTheLoopWould) {
+  EraseEachAnswersEachItemAsTheLoopWould(/*locked=*/false);
+}
+
+TEST(ObjectRouteIndexTest, D4EraseEachIfMatchWithABudgetAnswersAsTheLoop) {
+  EraseEachAnswersEachItemAsTheLoopWould(/*locked=*/true);
 }
 
 // The route interface is a concept: both routes satisfy it, and a route

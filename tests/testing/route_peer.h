@@ -59,6 +59,11 @@ class ObjectRouteIndexTestPeer {
   static void SetEntries(ObjectRouteIndex<Entry>& route, std::size_t n) {
     route.entries_.store(n, std::memory_order_relaxed);
   }
+  // The population count a resize reads.
+  template <typename Entry>
+  static std::size_t Entries(const ObjectRouteIndex<Entry>& route) {
+    return route.entries_.load(std::memory_order_relaxed);
+  }
   template <typename Entry>
   static void StepResize(ObjectRouteIndex<Entry>& route) {
     route.MaybeResize(/*locked=*/false);

@@ -1082,6 +1082,39 @@ class GroupDirectory {
     return r;
   }
 
+  // What removals committed under object locks leave for after them
+  // (EraseGroup and eviction): the removed callback's descriptions (kept
+  // only when a callback is installed), the durable log's tokens (only when
+  // a log is active) and the totals eviction counts. The caller keeps the
+  // entries alive (its owner of the group or of the object), so no owner is
+  // taken per member. ReserveRemovals runs before the locks, so that
+  // AddRemoval never allocates once the change is made.
+  struct MemberRemovals {
+    std::vector<RemovedObject> described;
+    std::vector<ObjectToken> tokens;
+    std::size_t count = 0;
+    std::uint64_t size_bytes = 0;
+    std::uint64_t counted_bytes = 0;
+  };
+  void ReserveRemovals(MemberRemovals* r, std::size_t n,
+                       const LogStep& log) const {
+    if (options_.on_removed) r->described.reserve(n);
+    if (log.active()) r->tokens.reserve(n);
+  }
+  // Caller holds e's lock exclusively.
+  void AddRemoval(MemberRemovals* r, const Entry* e, const LogStep& log) const {
+    e->mu_.AssertHeld();
+    if (options_.on_removed) r->described.push_back(Describe(e));
+    if (log.active()) r->tokens.push_back(e->token());
+    ++r->count;
+    r->size_bytes += e->size_bytes_;
+    r->counted_bytes += e->counted_bytes();
+  }
+  // With no lock held (host code).
+  void RunRemovedCallbacks(const MemberRemovals& r) const {
+    for (const RemovedObject& info : r.described) options_.on_removed(info);
+  }
+
   // The lock-and-validate core of every lookup (D1, D6): kOk exactly when
   // fn ran. `kFromRoute`: `e` came from this directory's route, so it is
   // one of this directory's entries (only Create publishes, with this
@@ -1705,14 +1738,12 @@ class GroupDirectory {
       return s.code();
     }
     const std::int64_t now = clock_->NowNanos();
-    std::vector<Removal> removals;
-    std::vector<ObjectToken> tokens;
+    MemberRemovals removals;
     WriteBudget none;
     if (group == nullptr) {
       // Room first: nothing may run out of memory once the record is
       // appended and the ledger released.
-      removals.reserve(1);
-      if (log.active()) tokens.reserve(1);
+      ReserveRemovals(&removals, 1, log);
       out->reserve(out->size() + 1);
       {
         WriterLock lock(&c->mu_);
@@ -1723,8 +1754,7 @@ class GroupDirectory {
             !ReleaseLedger(c).ok()) {
           return StatusCode::kAborted;
         }
-        removals.push_back(MakeRemoval(candidate.owner()));
-        if (log.active()) tokens.push_back(removals.back().info.token);
+        AddRemoval(&removals, c, log);
         out->push_back(MoveOut(c));
         c->SetLifecycle(Lifecycle::kRemoving);
       }
@@ -1738,8 +1768,7 @@ class GroupDirectory {
       const std::vector<Entry*> members = SortedMembers(group);
       // Room first, before any member lock: nothing may run out of memory
       // once the record is appended and the quota refunded.
-      removals.reserve(members.size());
-      if (log.active()) tokens.reserve(members.size());
+      ReserveRemovals(&removals, members.size(), log);
       out->reserve(out->size() + members.size());
       MemberLocks member_locks(members);
       bool ok =
@@ -1763,8 +1792,7 @@ class GroupDirectory {
       if (ok) {
         for (Entry* e : members) {
           MarkLedgerReleased(e);
-          removals.push_back(MakeRemoval(Owner(owner_of_group, e)));
-          if (log.active()) tokens.push_back(removals.back().info.token);
+          AddRemoval(&removals, e, log);
           out->push_back(MoveOut(e));
           MarkRemoving(e);
         }
@@ -1773,20 +1801,20 @@ class GroupDirectory {
       if (!ok) return StatusCode::kAborted;
       // A group is evicted whole (V1): all its members leave together.
       group->SetLifecycle(Lifecycle::kRemoving);
-      UnlinkAll(removals, &none);
+      UnlinkMembers(owner_of_group, members, &none);
       group->live_.clear();
       RetireFromCatalog(group);
-      objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
+      objects_.fetch_sub(removals.count, std::memory_order_relaxed);
       groups_.fetch_sub(1, std::memory_order_relaxed);
       CountEvicted(removals, /*group=*/true);
     }
     // Finalized before the reclaim (payload destructors) and the callbacks.
     // Evicted even if the log cannot make it durable: *out has the objects,
     // *log_error says they are not acknowledged (H5).
-    Status durable = FinalizeRemovals(&log, tokens);
+    Status durable = FinalizeRemovals(&log, removals.tokens);
     if (!durable.ok() && log_error != nullptr) *log_error = std::move(durable);
     route_.ReclaimIfDue();
-    for (Removal& r : removals) RunRemovedCallback(r);
+    RunRemovedCallbacks(removals);
     return StatusCode::kOk;
   }
 
@@ -1884,8 +1912,7 @@ class GroupDirectory {
       if (it == catalog_.end()) return NotFoundError("no such group");
       group = it->second;
     }
-    std::vector<Removal> removals;
-    std::vector<ObjectToken> tokens;
+    MemberRemovals removals;
     {
       MutexLock group_lock(&group->mu_);
       if (!group->active_locked()) return NotFoundError("group torn down");
@@ -1897,8 +1924,7 @@ class GroupDirectory {
       const std::vector<Entry*> members = SortedMembers(group.get());
       // Room first, before any member lock: nothing may run out of memory
       // once the record is appended and the quota refunded.
-      removals.reserve(members.size());
-      if (log.active()) tokens.reserve(members.size());
+      ReserveRemovals(&removals, members.size(), log);
       // Group transaction: all member locks, ascending key order (L2). A
       // reader extending the group lease holds its member's shared lock, so
       // with every member locked the lease check above cannot be overtaken.
@@ -1939,8 +1965,7 @@ class GroupDirectory {
       if (!leased && !mismatch && appended.ok()) {
         for (Entry* e : members) {
           MarkRemoving(e);
-          removals.push_back(MakeRemoval(Owner(group, e)));
-          if (log.active()) tokens.push_back(removals.back().info.token);
+          AddRemoval(&removals, e, log);
         }
       }
       member_locks.Unlock();
@@ -1952,17 +1977,17 @@ class GroupDirectory {
       // Under the group lock: unlinks never wait for retire budget here;
       // one refused for lack of room is parked and retried.
       WriteBudget none;
-      UnlinkAll(removals, &none);
+      UnlinkMembers(group, members, &none);
       group->live_.clear();
       RetireFromCatalog(group.get());
     }
-    objects_.fetch_sub(removals.size(), std::memory_order_relaxed);
+    objects_.fetch_sub(removals.count, std::memory_order_relaxed);
     groups_.fetch_sub(1, std::memory_order_relaxed);
     // Finalized before anything runs host code: the reclaim (payload
     // destructors) and the removal callbacks (docs/concurrency.md).
-    Status durable = FinalizeRemovals(&log, tokens);
+    Status durable = FinalizeRemovals(&log, removals.tokens);
     route_.ReclaimIfDue();
-    for (Removal& r : removals) RunRemovedCallback(r);
+    RunRemovedCallbacks(removals);
     return durable;
   }
 
@@ -2314,19 +2339,13 @@ class GroupDirectory {
     }
     return Status(code);
   }
-  void CountEvicted(const std::vector<Removal>& removals, bool group) noexcept {
+  void CountEvicted(const MemberRemovals& removals, bool group) noexcept {
     directory_internal::WriteCounters* w = metrics_.Get();
     if (w == nullptr) return;
-    std::uint64_t size = 0;
-    std::uint64_t counted = 0;
-    for (const Removal& r : removals) {
-      size += r.info.size_bytes;
-      counted += r.info.counted_bytes;
-    }
-    w->evicted_objects.Add(removals.size());
+    w->evicted_objects.Add(removals.count);
     if (group) w->evicted_groups.Add();
-    w->evicted_size_bytes.Add(size);
-    w->evicted_counted_bytes.Add(counted);
+    w->evicted_size_bytes.Add(removals.size_bytes);
+    w->evicted_counted_bytes.Add(removals.counted_bytes);
   }
   // The pending-charge gauge: the sum of the live ledgers' `pending`. Adds
   // precede the subtractions of the same charge.
@@ -2541,29 +2560,33 @@ class GroupDirectory {
                                              owner.get(), budget));
   }
 
-  // Unlink for each of a group's removals, in order. A route that has
-  // EraseEachIfMatch (the epoch route) runs them in chunks that fetch the
-  // members' buckets ahead; another route, one at a time. Allocates
-  // nothing: it runs after the removals are committed, where an allocation
-  // failure could not be undone.
-  void UnlinkAll(std::span<Removal> removals, WriteBudget* budget) {
+  // Unlink for each member of a group transaction, in order; `group` owns
+  // them (its members' owners are aliasing owners of the group). A route
+  // that has EraseEachIfMatch (the epoch route) runs them in chunks that
+  // fetch the members' buckets ahead; another route, one at a time.
+  // Allocates nothing unless an unlink is refused (its owner is parked): it
+  // runs after the removals are committed.
+  void UnlinkMembers(const std::shared_ptr<Group>& group,
+                     std::span<Entry* const> members, WriteBudget* budget) {
     if constexpr (directory_internal::UnlinksEach<RouteType>) {
       constexpr std::size_t kChunk = 8;
       typename RouteType::Unlinking items[kChunk];
-      for (std::size_t base = 0; base < removals.size(); base += kChunk) {
-        const std::size_t n = std::min(kChunk, removals.size() - base);
+      for (std::size_t base = 0; base < members.size(); base += kChunk) {
+        const std::size_t n = std::min(kChunk, members.size() - base);
         for (std::size_t i = 0; i < n; ++i) {
-          const Owner& owner = removals[base + i].owner;
-          items[i] = {owner->key(), owner->id(), owner.get()};
+          const Entry* e = members[base + i];
+          items[i] = {e->key(), e->id(), e};
         }
         route_.EraseEachIfMatch(
             std::span<const typename RouteType::Unlinking>(items, n), budget,
             [&](std::size_t i, const Status& s) {
-              ParkIfRefused(removals[base + i].owner, s);
+              if (!s.ok() && s.code() != StatusCode::kNotFound) {
+                ParkIfRefused(Owner(group, members[base + i]), s);
+              }
             });
       }
     } else {
-      for (const Removal& r : removals) Unlink(r.owner, budget);
+      for (Entry* e : members) Unlink(Owner(group, e), budget);
     }
   }
 

@@ -367,6 +367,10 @@ class ObjectRouteIndex {
   // overlap instead of following one another (a group teardown unlinks
   // every member back to back). done(i, status) after item i's unlink,
   // with EraseIfMatch's status. Locks and budget as EraseIfMatch.
+  // With a budget (the caller's locked write, which never waits for a grace
+  // period and never runs a deleter) a window's unlinks run inside the one
+  // guard its prefetches entered, so each write's own guard is a nested one
+  // (no fence), and the window counts its unlinks once.
   template <typename Done>
   void EraseEachIfMatch(std::span<const Unlinking> items, WriteBudget* budget,
                         Done&& done) {
@@ -375,32 +379,40 @@ class ObjectRouteIndex {
     std::uint64_t hashes[kWindow];
     for (std::size_t base = 0; base < items.size(); base += kWindow) {
       const std::size_t n = std::min(kWindow, items.size() - base);
-      {
-        // Only for the prefetches: each write below enters its own guard
-        // (a resize may retire this table once this one ends).
-        Guard guard = domain_->EnterOnThisThread();
-        const Table* table = table_.load(std::memory_order_acquire);
-        for (std::size_t i = 0; i < n; ++i) {
-          hashes[i] = base_internal::RouteHash(items[base + i].key);
-          __builtin_prefetch(&table->at(hashes[i]), 0, 3);
-          if (stripes != nullptr) {
-            __builtin_prefetch(&stripes[hashes[i] & stripe_mask_], 1, 3);
-          }
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-          const char* lines =
-              reinterpret_cast<const char*>(Resolve(table, hashes[i]));
-          __builtin_prefetch(lines, 0, 3);
-          __builtin_prefetch(lines + 64, 0, 3);
-          __builtin_prefetch(lines + 128, 0, 3);
+      std::optional<Guard> guard(domain_->EnterOnThisThread());
+      const Table* table = table_.load(std::memory_order_acquire);
+      for (std::size_t i = 0; i < n; ++i) {
+        hashes[i] = base_internal::RouteHash(items[base + i].key);
+        __builtin_prefetch(&table->at(hashes[i]), 0, 3);
+        if (stripes != nullptr) {
+          __builtin_prefetch(&stripes[hashes[i] & stripe_mask_], 1, 3);
         }
       }
       for (std::size_t i = 0; i < n; ++i) {
+        const char* lines =
+            reinterpret_cast<const char*>(Resolve(table, hashes[i]));
+        __builtin_prefetch(lines, 0, 3);
+        __builtin_prefetch(lines + 64, 0, 3);
+        __builtin_prefetch(lines + 128, 0, 3);
+      }
+      // An unlocked write may wait for back-pressure, which must not
+      // happen inside a guard: each enters its own (a resize may retire
+      // `table` once this one ends; the writes load the table again).
+      if (budget == nullptr) guard.reset();
+      std::size_t unlinked = 0;
+      for (std::size_t i = 0; i < n; ++i) {
         const Unlinking& item = items[base + i];
-        done(base + i, item.entry == nullptr
-                           ? InvalidArgumentError()
-                           : EraseHashedIfMatch(hashes[i], item.key, item.id,
-                                                item.entry, budget));
+        Status s = item.entry == nullptr
+                       ? InvalidArgumentError()
+                       : UnlinkHashedIfMatch(hashes[i], item.key, item.id,
+                                             item.entry, budget);
+        if (s.ok()) ++unlinked;
+        done(base + i, s);
+      }
+      guard.reset();
+      if (unlinked != 0) {
+        entries_.fetch_sub(unlinked, std::memory_order_relaxed);
+        MaybeResize(budget != nullptr);
       }
     }
   }
@@ -493,8 +505,20 @@ class ObjectRouteIndex {
   Status EraseHashedIfMatch(std::uint64_t hash, std::string_view key,
                             std::uint64_t id, const Entry* entry,
                             WriteBudget* budget) {
+    Status s = UnlinkHashedIfMatch(hash, key, id, entry, budget);
+    if (!s.ok()) return s;
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    MaybeResize(budget != nullptr);
+    return s;
+  }
+
+  // The unlink itself; the caller counts it in entries_ and then steps a
+  // resize (MaybeResize).
+  Status UnlinkHashedIfMatch(std::uint64_t hash, std::string_view key,
+                             std::uint64_t id, const Entry* entry,
+                             WriteBudget* budget) {
     const typename Snapshot::Slot* slot = nullptr;
-    Status s = Write(
+    return Write(
         hash, budget,
         [&](const Snapshot* old, Change* change) {
           slot = old->Find(hash, key);
@@ -507,10 +531,6 @@ class ObjectRouteIndex {
           return Status::Ok();
         },
         [&](const Snapshot* old) { return old->CopyWithErase(slot); });
-    if (!s.ok()) return s;
-    entries_.fetch_sub(1, std::memory_order_relaxed);
-    MaybeResize(budget != nullptr);
-    return s;
   }
 
   // Packed (not a cache line each): stripes are taken by writers only, and
