@@ -333,6 +333,75 @@ TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
   EXPECT_GT(threw, 0);
 }
 
+// BatchErase failing each allocation in turn: whether it returns or throws,
+// the keys gone from memory are exactly those whose erase records were
+// finalized, their charges refunded, with no reservation left open; a later
+// batch then erases every key. Real bugs this caught: the removals, their
+// tokens and the erased indices were gathered into vectors grown after each
+// key's erase was made (its record appended, its charge released), and the
+// log's Append could throw under the object lock; either escaped with keys
+// gone from memory and their records never finalized.
+TEST(DurableLogTest, H1BatchEraseOutOfMemoryChangesNothing) {
+  const std::vector<std::string> keys = {"b0", "b1", "b2", "b3"};
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  int threw = 0;
+  for (int n = 1; n <= 400; ++n) {
+    SCOPED_TRACE(n);
+    Fixture f;
+    Dir& d = *f.dir;
+    // The thread's first retirement binds it to the route's epoch domain,
+    // which may not fail: warm up first.
+    ASSERT_TRUE(d.Create("warm", Sized(10)).ok());
+    ASSERT_TRUE(d.Erase("warm").ok());
+    for (const std::string& key : keys) {
+      ASSERT_TRUE(d.Create(key, Sized(10), {key}).ok());
+    }
+    const std::uint64_t charged = f.quota.charged();
+    auto erase_records = [&] {
+      std::size_t count = 0;
+      for (const auto& r : f.log.records()) {
+        DurableRecordView v;
+        if (r.state != InMemoryDurableLog::RecordState::kCancelled &&
+            DecodeDurableRecord(r.body, &v).ok() && v.op == DurableOp::kErase) {
+          ++count;
+        }
+      }
+      return count;
+    };
+    const std::size_t records_before = erase_records();  // the warm-up's
+    std::vector<Status> out;
+    bool returned = false;
+    testing::FailNthAllocationOnThisThread(n);
+    try {
+      out = d.BatchErase(views);
+      returned = true;
+    } catch (const std::bad_alloc&) {
+      ++threw;
+    }
+    const bool reached = testing::FailedAllocationsOnThisThread() != 0;
+    testing::FailNthAllocationOnThisThread(0);
+    // Memory agrees with the log whatever happened: an exception may also
+    // come from the fixture's removal callback (host code, which runs
+    // after the batch is finalized).
+    EXPECT_EQ(f.log.open_reservations(), 0u);
+    const std::size_t logged = erase_records() - records_before;
+    EXPECT_EQ(d.object_count(), keys.size() - logged);
+    EXPECT_EQ(f.quota.charged(), charged - logged * 10);
+    if (returned) {
+      std::size_t erased = 0;
+      for (const Status& s : out) erased += s.ok() ? 1 : 0;
+      EXPECT_EQ(logged, erased);
+      if (!reached) break;  // the call made fewer than n allocations
+    }
+    for (const Status& s : d.BatchErase(views)) {
+      EXPECT_TRUE(s.ok() || s.code() == StatusCode::kNotFound) << s.ToString();
+    }
+    EXPECT_EQ(d.object_count(), 0u);
+    EXPECT_EQ(f.quota.charged(), 0u);
+  }
+  EXPECT_GT(threw, 0);
+}
+
 TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {
   // Inside Append (the directory holds the object lock) another thread
   // looks at the key with lock-free reads: the change must not show yet.

@@ -758,10 +758,17 @@ class GroupDirectory {
     RetryPendingUnlinks();
     std::vector<Removal> removals;
     std::vector<std::size_t> done;
+    std::vector<ObjectToken> tokens;
     // Every owner this batch pinned, released after the batch's record is
     // finalized and its callbacks ran: a release may free an entry (host
     // destructors), which must not run while the batch's records are open.
     std::vector<Owner> held;
+    // Room first: once a key's erase is made (its record appended, its
+    // charge released) nothing may run out of memory before the batch is
+    // finalized.
+    removals.reserve(records);
+    done.reserve(records);
+    tokens.reserve(records);
     held.reserve(records);
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (!out[i].ok()) continue;
@@ -777,15 +784,13 @@ class GroupDirectory {
           EraseInstance(owner, options, &removal, &none, Lifecycle::kActive,
                         std::numeric_limits<std::int64_t>::max(), &log);
       if (out[i].ok()) {
+        tokens.push_back(removal.info.token);
         removals.push_back(std::move(removal));
         done.push_back(i);
       }
       held.push_back(std::move(owner));
     }
     // Finalized before the reclaim (payload destructors) and the callbacks.
-    std::vector<ObjectToken> tokens;
-    tokens.reserve(removals.size());
-    for (const Removal& r : removals) tokens.push_back(r.info.token);
     if (Status durable = log.FinalizeBatch(tokens); !durable.ok()) {
       for (std::size_t i : done) out[i] = durable;  // made, not acknowledged
     }

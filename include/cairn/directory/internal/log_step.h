@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -91,9 +92,10 @@ class LogStep {
                       std::uint64_t size, std::uint64_t counted,
                       LogPayload payload, std::string_view given = {}) {
     if (!reserved_) return Status::Ok();
-    Begin(op, e->group(), 1);
-    Add(e, version, size, counted, payload, given);
-    return Appended(log_->Append(reservation_, record_));
+    return Encoded([&] {
+      Begin(op, e->group(), 1);
+      Add(e, version, size, counted, payload, given);
+    });
   }
   // The removal of e, with the state it has. Caller holds e's lock
   // exclusively.
@@ -108,13 +110,14 @@ class LogStep {
   Status AppendGroup(DurableOp op, const Group* group,
                      const std::vector<Entry*>& members) {
     if (!reserved_) return Status::Ok();
-    Begin(op, group, static_cast<std::uint32_t>(members.size()));
-    for (const Entry* e : members) {
-      e->mu_.AssertHeld();
-      Add(e, e->version_.load(std::memory_order_relaxed), e->size_bytes_,
-          e->counted_bytes(), LogPayload::kNone, {});
-    }
-    return Appended(log_->Append(reservation_, record_));
+    return Encoded([&] {
+      Begin(op, group, static_cast<std::uint32_t>(members.size()));
+      for (const Entry* e : members) {
+        e->mu_.AssertHeld();
+        Add(e, e->version_.load(std::memory_order_relaxed), e->size_bytes_,
+            e->counted_bytes(), LogPayload::kNone, {});
+      }
+    });
   }
 
   // The record is complete: OK once it is durable (the log calls back with
@@ -146,6 +149,19 @@ class LogStep {
   Status Appended(Status s) {
     if (s.ok()) ++appended_;
     return s;
+  }
+  // encode() builds record_, which is then appended. Out of memory while
+  // encoding or in the log's Append is an error like any other append
+  // error (nothing changed yet), never an exception: the caller holds
+  // object locks, and a batch has already made its earlier keys' changes.
+  template <typename Encode>
+  Status Encoded(Encode&& encode) {
+    try {
+      encode();
+      return Appended(log_->Append(reservation_, record_));
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError("out of memory appending a durable record");
+    }
   }
   void Begin(DurableOp op, const Group* group, std::uint32_t count) {
     record_.clear();
