@@ -1505,43 +1505,41 @@ Status LogStore::FlushIo(FlushReport* report, bool* more) {
     pending_blocks.reserve(blocks_.size());
     for (auto& pending : blocks_) pending_blocks.push_back(pending.get());
   }
-  {
-    for (PendingBlock* pending : pending_blocks) {
-      LogBlockBuffer& buffer = *pending->buffer;
-      if (buffer.sequence == 0) {
-        // No header of this block is durable yet: its first one (its
-        // number and slot, naming no record) goes first, and its records
-        // and every later block's wait for the next attempt, so that a
-        // record is never durable where recovery cannot tell its block.
-        BlockWrite& w = writes.emplace_back();
-        w.pending = pending;
-        w.hint = w.identity = true;
-        w.header = LogBlockHeader{buffer.block(), 1, 0, 0, 0, buffer.slot()};
-        *more = true;
-        break;
-      }
-      buffer.Advance(buffer.Drain());
-      newest = (buffer.block() << 32) | buffer.used();
-      const bool data = buffer.flushed < buffer.used();
-      // The hint is rewritten once the durable boundary is kLogHintStride
-      // past the header on disk, so most flushes write one contiguous
-      // range; a full block whose bytes are all durable gets its final
-      // header here too (or in WriteHeaders).
-      const bool hint =
-          buffer.durable.used_bytes >= buffer.header_used + kLogHintStride ||
-          (buffer.sealed() && buffer.durable.used_bytes == buffer.used() &&
-           buffer.header_used < buffer.used());
-      if (!data && !hint) continue;
+  for (PendingBlock* pending : pending_blocks) {
+    LogBlockBuffer& buffer = *pending->buffer;
+    if (buffer.sequence == 0) {
+      // No header of this block is durable yet: its first one (its
+      // number and slot, naming no record) goes first, and its records
+      // and every later block's wait for the next attempt, so that a
+      // record is never durable where recovery cannot tell its block.
       BlockWrite& w = writes.emplace_back();
       w.pending = pending;
-      w.from = buffer.flushed;
-      w.snapshot = buffer.HeaderAtUsed(0);
-      w.hint = hint;
-      // The hint names what an earlier sync made durable, never the bytes
-      // this attempt writes (the crash argument in docs/flush.md).
-      w.header = buffer.durable;
-      w.header.sequence = buffer.sequence + 1;
+      w.hint = w.identity = true;
+      w.header = LogBlockHeader{buffer.block(), 1, 0, 0, 0, buffer.slot()};
+      *more = true;
+      break;
     }
+    buffer.Advance(buffer.Drain());
+    newest = (buffer.block() << 32) | buffer.used();
+    const bool data = buffer.flushed < buffer.used();
+    // The hint is rewritten once the durable boundary is kLogHintStride
+    // past the header on disk, so most flushes write one contiguous
+    // range; a full block whose bytes are all durable gets its final
+    // header here too (or in WriteHeaders).
+    const bool hint =
+        buffer.durable.used_bytes >= buffer.header_used + kLogHintStride ||
+        (buffer.sealed() && buffer.durable.used_bytes == buffer.used() &&
+         buffer.header_used < buffer.used());
+    if (!data && !hint) continue;
+    BlockWrite& w = writes.emplace_back();
+    w.pending = pending;
+    w.from = buffer.flushed;
+    w.snapshot = buffer.HeaderAtUsed(0);
+    w.hint = hint;
+    // The hint names what an earlier sync made durable, never the bytes
+    // this attempt writes (the crash argument in docs/flush.md).
+    w.header = buffer.durable;
+    w.header.sequence = buffer.sequence + 1;
   }
   if (writes.empty()) {
     // Nothing new: every block is durable up to its used bytes.
