@@ -262,6 +262,26 @@ TEST(DurableLogTest, H1FailedMemberAppendLeavesGroupLeaseUntouched) {
   EXPECT_TRUE(d.EraseGroup("g").ok());
 }
 
+// Records of `op` the log holds that were not cancelled.
+std::size_t LiveRecords(const InMemoryDurableLog& log, DurableOp op) {
+  std::size_t count = 0;
+  for (const auto& r : log.records()) {
+    DurableRecordView v;
+    if (r.state != InMemoryDurableLog::RecordState::kCancelled &&
+        DecodeDurableRecord(r.body, &v).ok() && v.op == op) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+// The thread's first retirement binds it to the route's epoch domain, which
+// may not fail: an out-of-memory test warms up first.
+void BindToTheRouteDomain(Dir& d) {
+  ASSERT_TRUE(d.Create("warm", Sized(10)).ok());
+  ASSERT_TRUE(d.Erase("warm").ok());
+}
+
 // An EraseGroup that runs out of memory (std::bad_alloc, thrown as the
 // directory's writes throw it) before its record is appended changes
 // nothing: no kEraseGroup record, the quota and every member as they were,
@@ -280,26 +300,14 @@ TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
     SCOPED_TRACE(n);
     Fixture f;
     Dir& d = *f.dir;
-    // The thread's first retirement binds it to the route's epoch domain,
-    // which may not fail: warm up first.
-    ASSERT_TRUE(d.Create("warm", Sized(10)).ok());
-    ASSERT_TRUE(d.Erase("warm").ok());
+    BindToTheRouteDomain(d);
     for (int m = 0; m < 4; ++m) {
       const std::string key = "m" + std::to_string(m);
       ASSERT_TRUE(d.Create(key, Sized(10, "g"), {key}).ok());
     }
     const std::uint64_t charged = f.quota.charged();
     auto erase_records = [&] {
-      std::size_t count = 0;
-      for (const auto& r : f.log.records()) {
-        DurableRecordView v;
-        if (r.state != InMemoryDurableLog::RecordState::kCancelled &&
-            DecodeDurableRecord(r.body, &v).ok() &&
-            v.op == DurableOp::kEraseGroup) {
-          ++count;
-        }
-      }
-      return count;
+      return LiveRecords(f.log, DurableOp::kEraseGroup);
     };
     bool erased = false;
     testing::FailNthAllocationOnThisThread(n);
@@ -349,25 +357,12 @@ TEST(DurableLogTest, H1BatchEraseOutOfMemoryChangesNothing) {
     SCOPED_TRACE(n);
     Fixture f;
     Dir& d = *f.dir;
-    // The thread's first retirement binds it to the route's epoch domain,
-    // which may not fail: warm up first.
-    ASSERT_TRUE(d.Create("warm", Sized(10)).ok());
-    ASSERT_TRUE(d.Erase("warm").ok());
+    BindToTheRouteDomain(d);
     for (const std::string& key : keys) {
       ASSERT_TRUE(d.Create(key, Sized(10), {key}).ok());
     }
     const std::uint64_t charged = f.quota.charged();
-    auto erase_records = [&] {
-      std::size_t count = 0;
-      for (const auto& r : f.log.records()) {
-        DurableRecordView v;
-        if (r.state != InMemoryDurableLog::RecordState::kCancelled &&
-            DecodeDurableRecord(r.body, &v).ok() && v.op == DurableOp::kErase) {
-          ++count;
-        }
-      }
-      return count;
-    };
+    auto erase_records = [&] { return LiveRecords(f.log, DurableOp::kErase); };
     const std::size_t records_before = erase_records();  // the warm-up's
     std::vector<Status> out;
     bool returned = false;
