@@ -122,6 +122,8 @@ class ObjectRouteIndex {
   static constexpr std::size_t kResizeSlice = 8;
   // Keys a batch lookup stages together (WithEntries).
   static constexpr std::size_t kBatchWindow = 32;
+  // Unlinks EraseEachIfMatch stages together.
+  static constexpr std::size_t kUnlinkWindow = 8;
 
   // Retire budget taken by PrepareWrite() with no lock held, for one write
   // the caller then makes under locks of its own. Move-only.
@@ -369,47 +371,63 @@ class ObjectRouteIndex {
   // with EraseIfMatch's status. Locks and budget as EraseIfMatch.
   // With a budget (the caller's locked write, which never waits for a grace
   // period and never runs a deleter) a window's unlinks run inside the one
-  // guard its prefetches entered, so each write's own guard is a nested one
+  // guard its prefetches entered, so each write's guard is a nested one
   // (no fence), and the window counts its unlinks once.
   template <typename Done>
   void EraseEachIfMatch(std::span<const Unlinking> items, WriteBudget* budget,
                         Done&& done) {
-    constexpr std::size_t kWindow = 8;
     Stripe* const stripes = stripes_.Get();
-    std::uint64_t hashes[kWindow];
-    for (std::size_t base = 0; base < items.size(); base += kWindow) {
-      const std::size_t n = std::min(kWindow, items.size() - base);
-      std::optional<Guard> guard(domain_->EnterOnThisThread());
-      const Table* table = table_.load(std::memory_order_acquire);
-      for (std::size_t i = 0; i < n; ++i) {
-        hashes[i] = base_internal::RouteHash(items[base + i].key);
-        __builtin_prefetch(&table->at(hashes[i]), 0, 3);
-        if (stripes != nullptr) {
-          __builtin_prefetch(&stripes[hashes[i] & stripe_mask_], 1, 3);
+    std::uint64_t hashes[kUnlinkWindow];
+    for (std::size_t base = 0; base < items.size(); base += kUnlinkWindow) {
+      const std::size_t n = std::min(kUnlinkWindow, items.size() - base);
+      // Under a guard: hash the window's keys and fetch their buckets and
+      // stripes, then their snapshots.
+      auto stage = [&] {
+        const Table* table = table_.load(std::memory_order_acquire);
+        for (std::size_t i = 0; i < n; ++i) {
+          hashes[i] = base_internal::RouteHash(items[base + i].key);
+          __builtin_prefetch(&table->at(hashes[i]), 0, 3);
+          if (stripes != nullptr) {
+            __builtin_prefetch(&stripes[hashes[i] & stripe_mask_], 1, 3);
+          }
         }
-      }
-      for (std::size_t i = 0; i < n; ++i) {
-        const char* lines =
-            reinterpret_cast<const char*>(Resolve(table, hashes[i]));
-        __builtin_prefetch(lines, 0, 3);
-        __builtin_prefetch(lines + 64, 0, 3);
-        __builtin_prefetch(lines + 128, 0, 3);
-      }
-      // An unlocked write may wait for back-pressure, which must not
-      // happen inside a guard: each enters its own (a resize may retire
-      // `table` once this one ends; the writes load the table again).
-      if (budget == nullptr) guard.reset();
+        for (std::size_t i = 0; i < n; ++i) {
+          const char* lines =
+              reinterpret_cast<const char*>(Resolve(table, hashes[i]));
+          __builtin_prefetch(lines, 0, 3);
+          __builtin_prefetch(lines + 64, 0, 3);
+          __builtin_prefetch(lines + 128, 0, 3);
+        }
+      };
+      auto unlink = [&] {
+        std::size_t unlinked = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const Unlinking& item = items[base + i];
+          Status s = item.entry == nullptr
+                         ? InvalidArgumentError()
+                         : UnlinkHashedIfMatch(hashes[i], item.key, item.id,
+                                               item.entry, budget);
+          if (s.ok()) ++unlinked;
+          done(base + i, s);
+        }
+        return unlinked;
+      };
       std::size_t unlinked = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Unlinking& item = items[base + i];
-        Status s = item.entry == nullptr
-                       ? InvalidArgumentError()
-                       : UnlinkHashedIfMatch(hashes[i], item.key, item.id,
-                                             item.entry, budget);
-        if (s.ok()) ++unlinked;
-        done(base + i, s);
+      if (budget != nullptr) {
+        Guard guard = domain_->EnterOnThisThread();
+        stage();
+        unlinked = unlink();
+      } else {
+        {
+          Guard guard = domain_->EnterOnThisThread();
+          stage();
+        }
+        // An unlocked write may wait for back-pressure, which must not
+        // happen inside a guard: each enters its own (a resize may retire
+        // the staged table once that guard ended; the writes load the
+        // table again).
+        unlinked = unlink();
       }
-      guard.reset();
       if (unlinked != 0) {
         entries_.fetch_sub(unlinked, std::memory_order_relaxed);
         MaybeResize(budget != nullptr);
