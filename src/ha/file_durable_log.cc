@@ -563,40 +563,56 @@ Status FileDurableLog::Append(const LogReservation& reservation,
           (it->second.state == SlotState::kReserved ||
            (it->second.batch && it->second.state == SlotState::kAppended)),
       "Append needs a reservation that has no record yet, or a batch's");
+  // Everything that allocates comes first, undone if a later step throws
+  // (std::bad_alloc): a throwing Append leaves no record behind, as the
+  // directory takes it for "nothing changed" (DurableLog::Append).
+  std::string frame;
+  frame.reserve(kDurableLogFrameBytes + record.size());
+  frame.assign(kDurableLogFrameBytes, '\0');
+  frame.append(record);
   if (it->second.state == SlotState::kAppended) {
     // A batch's next record: a slot of its own, in append order, charged
     // from what the batch reserved while that lasts.
     Slot& head = it->second;
-    Slot more;
+    const std::uint64_t id = next_id_;
+    auto made = slots_.emplace(id, Slot());
+    try {
+      order_.push_back(id);
+      try {
+        head.more.push_back(id);
+      } catch (...) {
+        order_.pop_back();
+        throw;
+      }
+    } catch (...) {
+      slots_.erase(made.first);
+      throw;
+    }
+    ++next_id_;
+    Slot& more = made.first->second;
     more.state = SlotState::kAppended;
-    more.frame.assign(kDurableLogFrameBytes, '\0');
-    more.frame.append(record);
+    more.frame = std::move(frame);
     more.charged = more.frame.size();
     const std::uint64_t spare = head.charged - head.frame.size();
     const std::uint64_t taken = std::min<std::uint64_t>(spare, more.charged);
     head.charged -= taken;
     pending_bytes_ += more.charged - taken;
     more.seq = ++appended_seq_;
-    const std::uint64_t id = next_id_++;
-    head.more.push_back(id);
-    slots_.emplace(id, std::move(more));
-    order_.push_back(id);
     ++totals_.appended_records;
     totals_.appended_bytes += record.size();
     return Status::Ok();
   }
+  order_.push_back(reservation.id);
   Slot& slot = it->second;
   // The frame's length, LSN and checksum are filled in when it is written
   // (the LSN is assigned then).
-  slot.frame.assign(kDurableLogFrameBytes, '\0');
-  slot.frame.append(record);
+  slot.frame = std::move(frame);
   if (slot.frame.size() > slot.charged) {
     pending_bytes_ += slot.frame.size() - slot.charged;
     slot.charged = slot.frame.size();
   }
   slot.state = SlotState::kAppended;
   slot.seq = ++appended_seq_;
-  order_.push_back(reservation.id);
   ++totals_.appended_records;
   totals_.appended_bytes += record.size();
   return Status::Ok();

@@ -287,9 +287,11 @@ void BindToTheRouteDomain(Dir& d) {
 // nothing: no kEraseGroup record, the quota and every member as they were,
 // and the member locks free (a second EraseGroup, under a watchdog,
 // succeeds). Every allocation of the call fails in turn; the directory
-// itself allocates nothing after the append, so a later failure can only
-// come from the log (this test's InMemoryDurableLog records the tokens in
-// Finalize), and then the group is gone whole.
+// itself allocates nothing after the append (but to park an unlink the
+// route refuses, which this test's route never does), so a later failure
+// can only come from the log (this test's InMemoryDurableLog records the
+// tokens in Finalize) or the removal callback, and then the group is gone
+// whole.
 // Real bugs this caught: the removals and the finalized tokens were
 // allocated after the record was appended and the quota refunded, the
 // removals with every member locked; a failure there left the locks held
@@ -337,6 +339,62 @@ TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
     ASSERT_TRUE(again.get().ok());
     EXPECT_EQ(d.object_count(), 0u);
     EXPECT_EQ(erase_records(), 1u);
+  }
+  EXPECT_GT(threw, 0);
+}
+
+// Group eviction failing each allocation in turn, with keys too long for
+// std::string's inline buffer: whether it evicts, refuses or throws, memory
+// agrees with the log (the members and their charges are there exactly when
+// no eviction record is), no reservation is left open, and a later eviction
+// takes the group. Real bug this caught: the evicted objects' keys were
+// copied after the record was appended and the quota refunded, under the
+// member locks, so a long key's allocation failing there left memory ahead
+// of a cancelled record.
+TEST(DurableLogTest, H1GroupEvictionOutOfMemoryChangesNothing) {
+  int threw = 0;
+  for (int n = 1; n <= 400; ++n) {
+    SCOPED_TRACE(n);
+    Fixture f;
+    Dir& d = *f.dir;
+    BindToTheRouteDomain(d);
+    std::vector<std::string> keys;
+    for (int m = 0; m < 4; ++m) {
+      keys.push_back("a-member-key-longer-than-sso-" + std::to_string(m));
+      ASSERT_TRUE(d.Create(keys.back(), Sized(10, "g"), {keys.back()}).ok());
+    }
+    const std::uint64_t charged = f.quota.charged();
+    Result<Handle> victim = d.Pin(keys[0]);
+    ASSERT_TRUE(victim.ok());
+    const std::uint64_t version = f.Version(keys[0]);
+    std::vector<EvictedObject<LoggedPayload>> out;
+    StatusCode code = StatusCode::kInternal;
+    testing::FailNthAllocationOnThisThread(n);
+    try {
+      code = DirectoryHooks::EvictIfUnchanged(d, *victim, version, false, &out);
+    } catch (const std::bad_alloc&) {
+      ++threw;
+    }
+    const bool reached = testing::FailedAllocationsOnThisThread() != 0;
+    testing::FailNthAllocationOnThisThread(0);
+    EXPECT_EQ(f.log.open_reservations(), 0u);
+    const std::size_t logged = LiveRecords(f.log, DurableOp::kEvict);
+    ASSERT_LE(logged, 1u);
+    EXPECT_EQ(d.object_count(), logged == 1 ? 0u : keys.size());
+    EXPECT_EQ(f.quota.charged(), logged == 1 ? 0u : charged);
+    EXPECT_EQ(out.size(), logged == 1 ? keys.size() : 0u);
+    if (code == StatusCode::kOk) {
+      EXPECT_EQ(logged, 1u);
+      if (!reached) break;  // the call made fewer than n allocations
+      continue;
+    }
+    if (logged == 1) continue;  // evicted; the host's callback threw after
+    out.clear();
+    EXPECT_EQ(DirectoryHooks::EvictIfUnchanged(d, *victim, f.Version(keys[0]),
+                                               false, &out),
+              StatusCode::kOk);
+    EXPECT_EQ(d.object_count(), 0u);
+    EXPECT_EQ(f.quota.charged(), 0u);
   }
   EXPECT_GT(threw, 0);
 }

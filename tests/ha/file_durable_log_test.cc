@@ -28,6 +28,7 @@
 #include "directory/directory_testing.h"
 #include "directory/durable_log_testing.h"
 #include "flush/flush_testing.h"
+#include "testing/alloc_counter.h"
 #include "testing/counting_env.h"
 #include "testing/stress.h"
 
@@ -249,6 +250,78 @@ TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
   ASSERT_TRUE(s.ok());
   ASSERT_EQ(bodies.size(), 1u);
   EXPECT_EQ(bodies[0], body("b"));
+}
+
+// An Append that runs out of memory (std::bad_alloc) leaves no record
+// behind (DurableLog::Append: the directory takes it as "nothing changed"):
+// a batch's earlier record still finalizes, a single reservation can be
+// cancelled, and a later record becomes durable without waiting on the
+// failed one. Each allocation of the Append is failed in turn. Real bug
+// this caught: a batch's next record was charged and numbered before its
+// slot and its place in the append order were allocated, so a throw there
+// left a slot the batch named but the map did not hold, or one finalized
+// but never written (its Finalize would wait for good).
+TEST(FileDurableLogTest, H1AppendOutOfMemoryLeavesNoRecord) {
+  auto body = [](std::string_view key) {
+    std::string b;
+    BeginDurableRecord(DurableOp::kErase, 1, kNoGroup, "", 1, &b);
+    DurableObjectState st;
+    st.key = key;
+    AddDurableObject(st, "", &b);
+    return b;
+  };
+  const ObjectToken token{1, 1};
+  const std::span<const ObjectToken> tokens(&token, 1);
+  Watchdog watchdog(kDeadlockBound, "append out of memory");
+  for (bool batch : {true, false}) {
+    int threw = 0;
+    for (int n = 1; n <= 50; ++n) {
+      SCOPED_TRACE(std::string(batch ? "batch " : "single ") +
+                   std::to_string(n));
+      ScratchDir dir;
+      const std::string path = dir.File("oom.log");
+      Result<std::unique_ptr<FileDurableLog>> log = FileDurableLog::Open(path);
+      ASSERT_TRUE(log.ok());
+      FileDurableLog& l = **log;
+      Result<LogReservation> r = batch ? l.ReserveBatch(2, 128) : l.Reserve(64);
+      ASSERT_TRUE(r.ok());
+      if (batch) {
+        ASSERT_TRUE(l.Append(*r, body("first")).ok());
+      }
+      const std::string second = body("second");
+      bool failed = false;
+      testing::FailNthAllocationOnThisThread(n);
+      try {
+        ASSERT_TRUE(l.Append(*r, second).ok());
+      } catch (const std::bad_alloc&) {
+        failed = true;
+        ++threw;
+      }
+      const bool reached = testing::FailedAllocationsOnThisThread() != 0;
+      testing::FailNthAllocationOnThisThread(0);
+      std::vector<std::string> want;
+      if (batch) {
+        want.push_back(body("first"));
+        if (!failed) want.push_back(second);
+        EXPECT_TRUE(l.Finalize(*r, tokens).ok());
+      } else if (failed) {
+        l.Cancel(*r);
+      } else {
+        want.push_back(second);
+        EXPECT_TRUE(l.Finalize(*r, tokens).ok());
+      }
+      Result<LogReservation> later = l.Reserve(64);
+      ASSERT_TRUE(later.ok());
+      ASSERT_TRUE(l.Append(*later, body("later")).ok());
+      EXPECT_TRUE(l.Finalize(*later, tokens).ok());
+      want.push_back(body("later"));
+      Status s;
+      EXPECT_EQ(ReadBodies(path, &s), want);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      if (!reached) break;  // the Append made fewer than n allocations
+    }
+    EXPECT_GT(threw, 0) << (batch ? "batch" : "single");
+  }
 }
 
 // A write that fails is sticky (durable_log.h, Finalize): the record it

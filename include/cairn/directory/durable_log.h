@@ -90,7 +90,8 @@ class DurableLog {
   // Called under object locks: must not do I/O or wait for anything but the
   // log's own leaf lock. An error leaves the directory unchanged (the
   // directory then calls Cancel); so does std::bad_alloc thrown here, which
-  // the directory turns into kResourceExhausted.
+  // the directory turns into kResourceExhausted: a log that throws must
+  // leave no record of the call behind.
   virtual Status Append(const LogReservation& reservation,
                         std::string_view record) = 0;
   // The change logged under `reservation` took effect; `tokens` names the

@@ -734,8 +734,9 @@ class GroupDirectory {
   // unlinks take no retire budget in advance (as EraseGroup): an unlink the
   // route refuses for lack of room is parked and retried by later writes
   // (Diagnostics().pending_unlinks), so no key waits for back-pressure
-  // while the batch's records are open. Per-key errors as Erase, without its
-  // kResourceExhausted.
+  // while the batch's records are open. Per-key errors as Erase, with
+  // kResourceExhausted only when the durable log's append of that key's
+  // record runs out of memory (nothing of that key changed).
   std::vector<Status> BatchErase(KeySpan keys, EraseOptions options = {}) {
     std::vector<Status> out(keys.size());
     std::size_t records = 0;
@@ -1092,7 +1093,7 @@ class GroupDirectory {
   // only when a callback is installed), the durable log's tokens (only when
   // a log is active) and the totals eviction counts. The caller keeps the
   // entries alive (its owner of the group or of the object), so no owner is
-  // taken per member. ReserveRemovals runs before the locks, so that
+  // taken per member. ReserveRemovals runs before the member locks, so that
   // AddRemoval never allocates once the change is made.
   struct MemberRemovals {
     std::vector<RemovedObject> described;
@@ -1346,11 +1347,12 @@ class GroupDirectory {
   }
   // Caller holds e's lock exclusively and has marked it (or is marking it)
   // removed: nothing can reach the payload any more.
-  EvictedObject<Payload> MoveOut(Entry* e) {
+  // `key` is e's key, copied before the change (a long key allocates).
+  EvictedObject<Payload> MoveOut(Entry* e, std::string key) {
     e->mu_.AssertHeld();
     EvictedObject<Payload> x;
     x.token = e->token();
-    x.key = std::string(e->key());
+    x.key = std::move(key);
     x.group = e->group() == nullptr ? kNoGroup : e->group()->id();
     x.size_bytes = e->size_bytes_;
     x.counted_bytes = e->counted_bytes();
@@ -1750,6 +1752,7 @@ class GroupDirectory {
       // appended and the ledger released.
       ReserveRemovals(&removals, 1, log);
       out->reserve(out->size() + 1);
+      std::string key(c->key());  // immutable: no lock needed to copy it
       {
         WriterLock lock(&c->mu_);
         if (!c->active_locked()) return StatusCode::kNotFound;
@@ -1760,7 +1763,7 @@ class GroupDirectory {
           return StatusCode::kAborted;
         }
         AddRemoval(&removals, c, log);
-        out->push_back(MoveOut(c));
+        out->push_back(MoveOut(c, std::move(key)));
         c->SetLifecycle(Lifecycle::kRemoving);
       }
       Unlink(candidate.owner(), &none);  // after the object lock (L3)
@@ -1775,6 +1778,10 @@ class GroupDirectory {
       // once the record is appended and the quota refunded.
       ReserveRemovals(&removals, members.size(), log);
       out->reserve(out->size() + members.size());
+      // Keys are immutable: copied now, with no member lock held.
+      std::vector<std::string> keys;
+      keys.reserve(members.size());
+      for (const Entry* e : members) keys.emplace_back(e->key());
       MemberLocks member_locks(members);
       bool ok =
           (expected_members == 0 || expected_members == members.size()) &&
@@ -1795,10 +1802,11 @@ class GroupDirectory {
         ok = RefundQuota(charged).ok();
       }
       if (ok) {
-        for (Entry* e : members) {
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          Entry* e = members[i];
           MarkLedgerReleased(e);
           AddRemoval(&removals, e, log);
-          out->push_back(MoveOut(e));
+          out->push_back(MoveOut(e, std::move(keys[i])));
           MarkRemoving(e);
         }
       }

@@ -372,7 +372,10 @@ class ObjectRouteIndex {
   // With a budget (the caller's locked write, which never waits for a grace
   // period and never runs a deleter) a window's unlinks run inside the one
   // guard its prefetches entered, so each write's guard is a nested one
-  // (no fence), and the window counts its unlinks once.
+  // (no fence), and the window counts its unlinks once and then steps a
+  // resize once (a teardown moves a resize a slice per window, not per
+  // unlink). `done` then runs inside that guard too: it must not wait for
+  // the route's domain (Barrier) nor hand it a deleter to run.
   template <typename Done>
   void EraseEachIfMatch(std::span<const Unlinking> items, WriteBudget* budget,
                         Done&& done) {
