@@ -1306,11 +1306,8 @@ class GroupDirectory {
       return Status::Ok();
     }
     if (!options.force) {
-      const std::int64_t lease =
-          e->group() == nullptr
-              ? e->lease_deadline_.load(std::memory_order_relaxed)
-              : e->group()->lease_deadline_.load(std::memory_order_relaxed);
-      if (lease > clock_->NowNanos()) {
+      if (LeaseHeld(e->group() == nullptr ? e->lease_deadline_
+                                          : e->group()->lease_deadline_)) {
         return FailedPreconditionError("lease has not expired");
       }
       if (options.only_if_idle) {
@@ -1320,6 +1317,13 @@ class GroupDirectory {
       }
     }
     return Status::Ok();
+  }
+
+  // True while the lease `deadline` holds. A deadline of 0 is no lease (no
+  // TTL was given), so the clock is read only for a set one.
+  bool LeaseHeld(const std::atomic<std::int64_t>& deadline) const {
+    const std::int64_t at = deadline.load(std::memory_order_relaxed);
+    return at != 0 && at > clock_->NowNanos();
   }
 
   // ---- eviction: skip changed, busy, pinned, leased (V2, V4, P3, P4) ----
@@ -1929,9 +1933,7 @@ class GroupDirectory {
     {
       MutexLock group_lock(&group->mu_);
       if (!group->active_locked()) return NotFoundError("group torn down");
-      if (!options.force &&
-          group->lease_deadline_.load(std::memory_order_relaxed) >
-              clock_->NowNanos()) {
+      if (!options.force && LeaseHeld(group->lease_deadline_)) {
         return FailedPreconditionError("group lease has not expired");
       }
       const std::vector<Entry*> members = SortedMembers(group.get());
@@ -1942,9 +1944,7 @@ class GroupDirectory {
       // reader extending the group lease holds its member's shared lock, so
       // with every member locked the lease check above cannot be overtaken.
       MemberLocks member_locks(members);
-      const bool leased =
-          !options.force && group->lease_deadline_.load(
-                                std::memory_order_relaxed) > clock_->NowNanos();
+      const bool leased = !options.force && LeaseHeld(group->lease_deadline_);
       // only_if_idle: one busy member keeps the whole group.
       const char* busy = nullptr;
       if (!leased && !options.force && options.only_if_idle) {
