@@ -282,6 +282,10 @@ void BindToTheRouteDomain(Dir& d) {
   ASSERT_TRUE(d.Erase("warm").ok());
 }
 
+// The out-of-memory tests below fail each allocation of one call in turn,
+// up to this many; each checks that its call made fewer.
+constexpr int kMaxAllocations = 400;
+
 // An EraseGroup that runs out of memory (std::bad_alloc, thrown as the
 // directory's writes throw it) before its record is appended changes
 // nothing: no kEraseGroup record, the quota and every member as they were,
@@ -298,7 +302,8 @@ void BindToTheRouteDomain(Dir& d) {
 // (the watchdog fired) and the log ahead of memory.
 TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
   int threw = 0;
-  for (int n = 1; n <= 400; ++n) {
+  int n = 1;
+  for (; n <= kMaxAllocations; ++n) {
     SCOPED_TRACE(n);
     Fixture f;
     Dir& d = *f.dir;
@@ -312,14 +317,8 @@ TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
       return LiveRecords(f.log, DurableOp::kEraseGroup);
     };
     bool erased = false;
-    testing::FailNthAllocationOnThisThread(n);
-    try {
-      erased = d.EraseGroup("g").ok();
-    } catch (const std::bad_alloc&) {
-      ++threw;
-    }
-    const bool reached = testing::FailedAllocationsOnThisThread() != 0;
-    testing::FailNthAllocationOnThisThread(0);
+    const bool reached = testing::FailNthAllocationDuring(
+        n, &threw, [&] { erased = d.EraseGroup("g").ok(); });
     if (erased || erase_records() == 1) {
       EXPECT_EQ(d.object_count(), 0u);
       EXPECT_EQ(f.quota.charged(), 0u);
@@ -341,6 +340,8 @@ TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
     EXPECT_EQ(erase_records(), 1u);
   }
   EXPECT_GT(threw, 0);
+  EXPECT_LE(n, kMaxAllocations)
+      << "the call made more allocations than the bound";
 }
 
 // Group eviction failing each allocation in turn, with keys too long for
@@ -353,7 +354,8 @@ TEST(DurableLogTest, H1EraseGroupOutOfMemoryChangesNothing) {
 // of a cancelled record.
 TEST(DurableLogTest, H1GroupEvictionOutOfMemoryChangesNothing) {
   int threw = 0;
-  for (int n = 1; n <= 400; ++n) {
+  int n = 1;
+  for (; n <= kMaxAllocations; ++n) {
     SCOPED_TRACE(n);
     Fixture f;
     Dir& d = *f.dir;
@@ -369,14 +371,9 @@ TEST(DurableLogTest, H1GroupEvictionOutOfMemoryChangesNothing) {
     const std::uint64_t version = f.Version(keys[0]);
     std::vector<EvictedObject<LoggedPayload>> out;
     StatusCode code = StatusCode::kInternal;
-    testing::FailNthAllocationOnThisThread(n);
-    try {
+    const bool reached = testing::FailNthAllocationDuring(n, &threw, [&] {
       code = DirectoryHooks::EvictIfUnchanged(d, *victim, version, false, &out);
-    } catch (const std::bad_alloc&) {
-      ++threw;
-    }
-    const bool reached = testing::FailedAllocationsOnThisThread() != 0;
-    testing::FailNthAllocationOnThisThread(0);
+    });
     EXPECT_EQ(f.log.open_reservations(), 0u);
     const std::size_t logged = LiveRecords(f.log, DurableOp::kEvict);
     ASSERT_LE(logged, 1u);
@@ -397,6 +394,8 @@ TEST(DurableLogTest, H1GroupEvictionOutOfMemoryChangesNothing) {
     EXPECT_EQ(f.quota.charged(), 0u);
   }
   EXPECT_GT(threw, 0);
+  EXPECT_LE(n, kMaxAllocations)
+      << "the call made more allocations than the bound";
 }
 
 // BatchErase failing each allocation in turn: whether it returns or throws,
@@ -411,7 +410,8 @@ TEST(DurableLogTest, H1BatchEraseOutOfMemoryChangesNothing) {
   const std::vector<std::string> keys = {"b0", "b1", "b2", "b3"};
   const std::vector<std::string_view> views(keys.begin(), keys.end());
   int threw = 0;
-  for (int n = 1; n <= 400; ++n) {
+  int n = 1;
+  for (; n <= kMaxAllocations; ++n) {
     SCOPED_TRACE(n);
     Fixture f;
     Dir& d = *f.dir;
@@ -424,15 +424,10 @@ TEST(DurableLogTest, H1BatchEraseOutOfMemoryChangesNothing) {
     const std::size_t records_before = erase_records();  // the warm-up's
     std::vector<Status> out;
     bool returned = false;
-    testing::FailNthAllocationOnThisThread(n);
-    try {
+    const bool reached = testing::FailNthAllocationDuring(n, &threw, [&] {
       out = d.BatchErase(views);
       returned = true;
-    } catch (const std::bad_alloc&) {
-      ++threw;
-    }
-    const bool reached = testing::FailedAllocationsOnThisThread() != 0;
-    testing::FailNthAllocationOnThisThread(0);
+    });
     // Memory agrees with the log whatever happened: an exception may also
     // come from the fixture's removal callback (host code, which runs
     // after the batch is finalized).
@@ -453,6 +448,8 @@ TEST(DurableLogTest, H1BatchEraseOutOfMemoryChangesNothing) {
     EXPECT_EQ(f.quota.charged(), 0u);
   }
   EXPECT_GT(threw, 0);
+  EXPECT_LE(n, kMaxAllocations)
+      << "the call made more allocations than the bound";
 }
 
 TEST(DurableLogTest, H1NoChangeIsVisibleBeforeItsRecordIsAppended) {

@@ -51,6 +51,16 @@ std::vector<std::string> ReadBodies(const std::string& path, Status* status,
   return bodies;
 }
 
+// A one-object erase record's body for `key`.
+std::string EraseRecordBody(std::string_view key) {
+  std::string b;
+  BeginDurableRecord(DurableOp::kErase, 1, kNoGroup, "", 1, &b);
+  DurableObjectState st;
+  st.key = key;
+  AddDurableObject(st, "", &b);
+  return b;
+}
+
 // The first segment of the log in `dir` (every test here has one).
 std::string Segment1(const std::string& dir) {
   return dir + "/" + DurableLogSegmentName(1);
@@ -218,20 +228,12 @@ TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
   Result<std::unique_ptr<FileDurableLog>> log = FileDurableLog::Open(path);
   ASSERT_TRUE(log.ok());
   FileDurableLog& l = **log;
-  auto body = [](std::string_view key) {
-    std::string b;
-    BeginDurableRecord(DurableOp::kErase, 1, kNoGroup, "", 1, &b);
-    DurableObjectState st;
-    st.key = key;
-    AddDurableObject(st, "", &b);
-    return b;
-  };
   Result<LogReservation> a = l.Reserve(64);
   Result<LogReservation> b = l.Reserve(64);
   Result<LogReservation> c = l.Reserve(64);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
-  ASSERT_TRUE(l.Append(*a, body("a")).ok());
-  ASSERT_TRUE(l.Append(*b, body("b")).ok());
+  ASSERT_TRUE(l.Append(*a, EraseRecordBody("a")).ok());
+  ASSERT_TRUE(l.Append(*b, EraseRecordBody("b")).ok());
   l.Cancel(*c);  // never appended
   std::atomic<bool> finalized{false};
   std::thread finalizer([&] {
@@ -249,7 +251,7 @@ TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
   const std::vector<std::string> bodies = ReadBodies(path, &s);
   ASSERT_TRUE(s.ok());
   ASSERT_EQ(bodies.size(), 1u);
-  EXPECT_EQ(bodies[0], body("b"));
+  EXPECT_EQ(bodies[0], EraseRecordBody("b"));
 }
 
 // An Append that runs out of memory (std::bad_alloc) leaves no record
@@ -262,20 +264,13 @@ TEST(FileDurableLogTest, CancelledRecordsNeverReachTheFile) {
 // left a slot the batch named but the map did not hold, or one finalized
 // but never written (its Finalize would wait for good).
 TEST(FileDurableLogTest, H1AppendOutOfMemoryLeavesNoRecord) {
-  auto body = [](std::string_view key) {
-    std::string b;
-    BeginDurableRecord(DurableOp::kErase, 1, kNoGroup, "", 1, &b);
-    DurableObjectState st;
-    st.key = key;
-    AddDurableObject(st, "", &b);
-    return b;
-  };
   const ObjectToken token{1, 1};
   const std::span<const ObjectToken> tokens(&token, 1);
   Watchdog watchdog(kDeadlockBound, "append out of memory");
   for (bool batch : {true, false}) {
     int threw = 0;
-    for (int n = 1; n <= 50; ++n) {
+    int n = 1;
+    for (; n <= 50; ++n) {
       SCOPED_TRACE(std::string(batch ? "batch " : "single ") +
                    std::to_string(n));
       ScratchDir dir;
@@ -286,22 +281,16 @@ TEST(FileDurableLogTest, H1AppendOutOfMemoryLeavesNoRecord) {
       Result<LogReservation> r = batch ? l.ReserveBatch(2, 128) : l.Reserve(64);
       ASSERT_TRUE(r.ok());
       if (batch) {
-        ASSERT_TRUE(l.Append(*r, body("first")).ok());
+        ASSERT_TRUE(l.Append(*r, EraseRecordBody("first")).ok());
       }
-      const std::string second = body("second");
-      bool failed = false;
-      testing::FailNthAllocationOnThisThread(n);
-      try {
-        ASSERT_TRUE(l.Append(*r, second).ok());
-      } catch (const std::bad_alloc&) {
-        failed = true;
-        ++threw;
-      }
-      const bool reached = testing::FailedAllocationsOnThisThread() != 0;
-      testing::FailNthAllocationOnThisThread(0);
+      const std::string second = EraseRecordBody("second");
+      const int threw_before = threw;
+      const bool reached = testing::FailNthAllocationDuring(
+          n, &threw, [&] { ASSERT_TRUE(l.Append(*r, second).ok()); });
+      const bool failed = threw != threw_before;
       std::vector<std::string> want;
       if (batch) {
-        want.push_back(body("first"));
+        want.push_back(EraseRecordBody("first"));
         if (!failed) want.push_back(second);
         EXPECT_TRUE(l.Finalize(*r, tokens).ok());
       } else if (failed) {
@@ -312,15 +301,16 @@ TEST(FileDurableLogTest, H1AppendOutOfMemoryLeavesNoRecord) {
       }
       Result<LogReservation> later = l.Reserve(64);
       ASSERT_TRUE(later.ok());
-      ASSERT_TRUE(l.Append(*later, body("later")).ok());
+      ASSERT_TRUE(l.Append(*later, EraseRecordBody("later")).ok());
       EXPECT_TRUE(l.Finalize(*later, tokens).ok());
-      want.push_back(body("later"));
+      want.push_back(EraseRecordBody("later"));
       Status s;
       EXPECT_EQ(ReadBodies(path, &s), want);
       EXPECT_TRUE(s.ok()) << s.ToString();
       if (!reached) break;  // the Append made fewer than n allocations
     }
     EXPECT_GT(threw, 0) << (batch ? "batch" : "single");
+    EXPECT_LE(n, 50) << "the call made more allocations than the bound";
   }
 }
 

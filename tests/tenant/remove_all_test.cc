@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -136,13 +135,8 @@ TEST(RemoveIfEmptyTest, T3ACreateThatRunsOutOfMemoryGivesItsCountBack) {
     SCOPED_TRACE(n);
     const CreateOptions c = Counted(1, n % 2 == 0 ? "g" : "");
     bool created = false;
-    testing::FailNthAllocationOnThisThread(n);
-    try {
-      created = dir.Create("k", c).ok();
-    } catch (const std::bad_alloc&) {
-      ++threw;
-    }
-    testing::FailNthAllocationOnThisThread(0);
+    testing::FailNthAllocationDuring(
+        n, &threw, [&] { created = dir.Create("k", c).ok(); });
     if (created) {
       ASSERT_TRUE(dir.Erase("k").ok());
     }

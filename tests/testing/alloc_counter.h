@@ -10,6 +10,7 @@
 #define CAIRN_TESTS_TESTING_ALLOC_COUNTER_H_
 
 #include <cstdint>
+#include <new>
 
 namespace cairn::testing {
 
@@ -26,6 +27,23 @@ void FailNextAllocationsOnThisThread(int n) noexcept;
 // disarms. FailedAllocationsOnThisThread() tells whether it was reached.
 void FailNthAllocationOnThisThread(int nth) noexcept;
 std::uint64_t FailedAllocationsOnThisThread() noexcept;
+
+// Runs fn() with only the `nth` allocation on this thread from now failing,
+// then disarms. A std::bad_alloc that fn lets out is caught and counted in
+// *threw. Returns whether the nth allocation was made: false once fn made
+// fewer than nth, so a loop failing each allocation in turn can stop.
+template <typename Fn>
+bool FailNthAllocationDuring(int nth, int* threw, Fn&& fn) {
+  const std::uint64_t failed_before = FailedAllocationsOnThisThread();
+  FailNthAllocationOnThisThread(nth);
+  try {
+    fn();
+  } catch (const std::bad_alloc&) {
+    ++*threw;
+  }
+  FailNthAllocationOnThisThread(0);
+  return FailedAllocationsOnThisThread() != failed_before;
+}
 
 // Allocations made by this thread since construction.
 class AllocationCounter {
