@@ -356,6 +356,12 @@ def load_run(path):
     return data
 
 
+# --compare: a ratio whose spreads do not overlap but which moved by less
+# than this fraction is "same", not a change (a deterministic figure, such as
+# copied bytes per publication, has a spread of one value in each run).
+SAME_WITHIN = 0.01
+
+
 def compare(path_a, path_b):
     """Per-gate deltas between two runs; a change is flagged when the two
     runs' per-repetition ratio ranges do not overlap (it is larger than the
@@ -387,7 +393,10 @@ def compare(path_a, path_b):
         if xa is not None and xb is not None and xa != 0:
             delta = f"{100 * (xb / xa - 1):+.1f}%"
             if sa and sb:
-                if sb["min"] > sa["max"] or sb["max"] < sa["min"]:
+                apart = sb["min"] > sa["max"] or sb["max"] < sa["min"]
+                if apart and abs(xb / xa - 1) < SAME_WITHIN:
+                    change = "same"
+                elif apart:
                     hib = (ra.get("higher_is_better") if ra.get("higher_is_better") is not None
                            else True)
                     better = (xb > xa) == hib
