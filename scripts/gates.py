@@ -365,7 +365,8 @@ SAME_WITHIN = 0.01
 def compare(path_a, path_b):
     """Per-gate deltas between two runs; a change is flagged when the two
     runs' per-repetition ratio ranges do not overlap (it is larger than the
-    run-to-run spread either run measured)."""
+    run-to-run spread either run measured) and the ratio moved by at least
+    SAME_WITHIN."""
     a, b = load_run(path_a), load_run(path_b)
     lines = [f"A: {path_a} ({a.get('date', '?')}, commit {a.get('commit') or '?'})",
              f"B: {path_b} ({b.get('date', '?')}, commit {b.get('commit') or '?'})", ""]
@@ -409,7 +410,8 @@ def compare(path_a, path_b):
         fs = lambda s: f"{s['min']:.3g}-{s['max']:.3g}" if s else "-"
         lines.append(f"{gid:<34} {fmt(xa):>8} {fmt(xb):>8} {delta:>8}  {fs(sa):<13} "
                      f"{fs(sb):<13} {va}->{vb}  {change}")
-    lines += ["", f"{flagged} gate(s) changed by more than the run-to-run spread"]
+    lines += ["", f"{flagged} gate(s) changed by more than the run-to-run spread "
+              f"and {SAME_WITHIN:.0%}"]
     return "\n".join(lines)
 
 

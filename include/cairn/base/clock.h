@@ -21,7 +21,10 @@ CAIRN_NAMESPACE_BEGIN
 class Clock {
  public:
   virtual ~Clock() = default;
-  // Nanoseconds on a monotonic time line; only differences are meaningful.
+  // Nanoseconds on a monotonic time line; only differences are meaningful,
+  // but every value must be positive: the directory stores a deadline of 0
+  // for "none" (no lease, no soft pin), which only a positive clock reads
+  // as passed.
   virtual std::int64_t NowNanos() const noexcept = 0;
 
   // std::chrono::steady_clock. Stateless, so sharing it hides no state.

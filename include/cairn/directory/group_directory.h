@@ -1320,7 +1320,8 @@ class GroupDirectory {
   }
 
   // True while the lease `deadline` holds. A deadline of 0 is no lease (no
-  // TTL was given), so the clock is read only for a set one.
+  // TTL was given), so the clock is read only for a set one; the answer is
+  // the same as comparing with the clock, which is positive (Clock).
   bool LeaseHeld(const std::atomic<std::int64_t>& deadline) const {
     const std::int64_t at = deadline.load(std::memory_order_relaxed);
     return at != 0 && at > clock_->NowNanos();
