@@ -283,6 +283,76 @@ TEST(ObjectRouteIndexTest, CollisionsInOneBucketStayDistinct) {
   EXPECT_GT(d.copied_bytes, 0u);
 }
 
+// An unlink that leaves the bucket at least as many live entries as buried
+// slots buries the entry in place (nothing copied, the snapshot kept);
+// otherwise it copies the bucket without the buried slots. Eight keys in one
+// bucket, unlinked one by one: live/dead after each is 7/1, 6/2, 5/3, 4/4
+// (buried), then 3/0 (copied: 5 dead would outnumber 3 live), 2/1
+// (buried), 1/0 (copied). Every reader path skips a buried slot, and the
+// counts stay exact.
+TEST(ObjectRouteIndexTest, UnlinkBuriesInPlaceWhileLiveEntriesOutnumberDead) {
+  RouteOptions options;
+  options.bucket_count = 1;
+  options.fixed_bucket_count = true;
+  Route route(options);
+  std::vector<Owner> owners;
+  for (int i = 0; i < 8; ++i) {
+    owners.push_back(Make(i + 1, "bury-" + std::to_string(i)));
+    ASSERT_TRUE(route.Publish(owners.back()->key, owners.back()).ok());
+  }
+  const bool copies[8] = {false, false, false, false, true, false, true};
+  for (int i = 0; i < 7; ++i) {
+    const RouteDiagnostics before = route.Diagnostics();
+    ASSERT_TRUE(
+        route.EraseIfMatch(owners[i]->key, i + 1, owners[i].get()).ok());
+    const RouteDiagnostics after = route.Diagnostics();
+    EXPECT_EQ(after.copied_bytes != before.copied_bytes, copies[i])
+        << "unlink " << i;
+    EXPECT_EQ(after.snapshot_bytes != before.snapshot_bytes, copies[i])
+        << "unlink " << i;
+    EXPECT_EQ(after.entries, 7u - i);
+    EXPECT_EQ(after.max_bucket_entries, 7u - i);
+    for (int j = 0; j < 8; ++j) {
+      const bool routed = j > i;
+      EXPECT_EQ(Find(route, owners[j]->key), routed ? owners[j].get() : nullptr)
+          << "after unlink " << i << ", key " << j;
+      EXPECT_EQ(route.Pin(owners[j]->key) != nullptr, routed);
+      std::string_view key = owners[j]->key;
+      route.WithEntries(std::span<const std::string_view>(&key, 1),
+                        [&](std::size_t, TestEntry* e) {
+                          EXPECT_EQ(e, routed ? owners[j].get() : nullptr);
+                        });
+    }
+    std::size_t visited = 0;
+    route.VisitHandles(4, [&](std::span<const Owner> chunk) {
+      for (const Owner& o : chunk) {
+        ++visited;
+        EXPECT_GT(o->id(), static_cast<std::uint64_t>(i + 1));
+      }
+    });
+    EXPECT_EQ(visited, 7u - i);
+  }
+  // A buried key is absent: publishing it again routes the new entry, and
+  // the copy that publication makes leaves the buried slot out.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(route.Publish(owners[i]->key, owners[i]).ok());
+  }
+  ASSERT_TRUE(route.EraseIfMatch(owners[0]->key, 1, owners[0].get()).ok());
+  Owner again = Make(100, owners[0]->key);  // 3 live, 1 buried
+  ASSERT_TRUE(route.Publish(again->key, again).ok());
+  EXPECT_EQ(Find(route, again->key), again.get());
+  EXPECT_EQ(route.Diagnostics().entries, 4u);
+  EXPECT_EQ(route.Diagnostics().max_bucket_entries, 4u);
+  for (const Owner& o : {again, owners[1], owners[2], owners[7]}) {
+    EXPECT_EQ(Find(route, o->key), o.get());
+    ASSERT_TRUE(route.EraseIfMatch(o->key, o->id(), o.get()).ok());
+  }
+  const RouteDiagnostics empty = route.Diagnostics();
+  EXPECT_EQ(empty.entries, 0u);
+  EXPECT_EQ(empty.nonempty_buckets, 0u);
+  EXPECT_EQ(empty.snapshot_bytes, 0u);
+}
+
 TEST(ObjectRouteIndexTest, BatchFindsEveryKeyInOrderStagedOrNot) {
   Route route;
   std::vector<Owner> owners;
@@ -395,12 +465,16 @@ TEST(ObjectRouteIndexTest, RetiredBytesCountTheUnlinkedRecordAndDeclaredBytes) {
   Participant reader = std::move(domain.RegisterParticipant()).value();
   Guard guard = reader.Enter();  // keeps every retirement pending
   const std::uint64_t both = route.Diagnostics().snapshot_bytes;
+  // The bucket keeps "light": "heavy" is buried in place, and only its
+  // record (with the bytes it declares) is retired.
   ASSERT_TRUE(route.EraseIfMatch("heavy", 1, heavy.get()).ok());
   const std::uint64_t after_heavy = domain.Diagnostics().retired_bytes;
-  EXPECT_EQ(after_heavy, both + kFixed + 100'000);
-  const std::uint64_t one = route.Diagnostics().snapshot_bytes;
+  EXPECT_EQ(after_heavy, kFixed + 100'000);
+  EXPECT_EQ(route.Diagnostics().snapshot_bytes, both);
+  // The last live entry goes by copy: the snapshot is retired with the
+  // record riding on it.
   ASSERT_TRUE(route.EraseIfMatch("light", 2, light.get()).ok());
-  EXPECT_EQ(domain.Diagnostics().retired_bytes, after_heavy + one + kFixed);
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, after_heavy + both + kFixed);
   EXPECT_EQ(route.Diagnostics().retired_bytes,
             domain.Diagnostics().retired_bytes);
 }

@@ -3,13 +3,15 @@
 //
 // ObjectRouteIndex: the read-path RFC's "Proposed Route". A bucket table
 // (an atomic pointer to an array of buckets), each bucket an atomic pointer
-// to an immutable BucketSnapshot that owns its key strings and entry
-// owners; fixed writer stripes; one shared empty snapshot. Readers never
-// lock: one epoch guard per point request or batch, an acquire load of the
-// table and then of the bucket, a lookup by string_view, and the entry is
-// borrowed (no owner copy) for the callback. Writers lock the key's stripe,
-// copy only that bucket, publish the copy with release, and retire the old
-// snapshot into the EpochDomain with its byte size.
+// to a BucketSnapshot that owns its key strings and entry owners; fixed
+// writer stripes; one shared empty snapshot. Readers never lock: one epoch
+// guard per point request or batch, an acquire load of the table and then
+// of the bucket, a lookup by string_view, and the entry is borrowed (no
+// owner copy) for the callback. Writers lock the key's stripe, copy only
+// that bucket, publish the copy with release, and retire the old snapshot
+// into the EpochDomain with its byte size. An unlink that can buries the
+// entry's slot in place instead, keeping the snapshot and retiring only the
+// entry's record (docs/route.md, "Unlinking in place").
 //
 // Resizing: the table starts at RouteOptions::bucket_count buckets and
 // doubles (halves) when the mean entries per bucket leaves the band
@@ -210,8 +212,8 @@ class ObjectRouteIndex {
     Guard guard = domain_->EnterOnThisThread();
     const std::uint64_t hash = base_internal::RouteHash(key);
     const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
-    const typename Snapshot::Slot* slot = s->Find(hash, key);
-    return slot == nullptr ? Owner() : s->owner(slot);
+    const typename Snapshot::Hit hit = s->Find(hash, key);
+    return hit ? s->owner(hit.slot) : Owner();
   }
 
   // fn(std::span<Owner>) per chunk of at most `chunk` (>= 1) owners. Owners
@@ -280,8 +282,8 @@ class ObjectRouteIndex {
       Guard guard = domain_->EnterOnThisThread();
       const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
       need = floor = RetiredCost(s);
-      if (const typename Snapshot::Slot* slot = s->Find(hash, key)) {
-        need += RetainedBytes(*slot->entry);
+      if (const typename Snapshot::Hit hit = s->Find(hash, key)) {
+        need += RetainedBytes(*hit.entry);
         floor += kRecordBytes;
       }
     }
@@ -328,7 +330,7 @@ class ObjectRouteIndex {
     Status s = Write(
         hash, budget,
         [&](const Snapshot* old, Change*) {
-          if (old->Find(hash, key) != nullptr) return AlreadyExistsError();
+          if (old->Find(hash, key)) return AlreadyExistsError();
           return Status::Ok();
         },
         [&](const Snapshot* old) -> const Snapshot* {
@@ -521,6 +523,10 @@ class ObjectRouteIndex {
   struct RecordDeleter {
     void operator()(Record* record) const noexcept { Record::Delete(record); }
   };
+  // EpochDomain deleter of a record retired on its own (a buried entry's).
+  static void DeleteRecord(void* record) noexcept {
+    Record::Delete(static_cast<Record*>(record));
+  }
 
   // EraseIfMatch with the key's hash already computed.
   Status EraseHashedIfMatch(std::uint64_t hash, std::string_view key,
@@ -542,13 +548,17 @@ class ObjectRouteIndex {
     return Write(
         hash, budget,
         [&](const Snapshot* old, Change* change) {
-          slot = old->Find(hash, key);
-          if (slot == nullptr || slot->entry != entry || entry->id() != id) {
+          const typename Snapshot::Hit hit = old->Find(hash, key);
+          if (!hit || hit.entry != entry || entry->id() != id) {
             return NotFoundError();
           }
+          slot = hit.slot;
           change->extra = RetainedBytes(*entry);
           change->extra_floor = kRecordBytes;
           change->unlinked = slot->record;
+          // In place when the bucket allows it: no copy, and only the
+          // record is retired (docs/route.md, "Unlinking in place").
+          if (old->CanBury()) change->buried = slot;
           return Status::Ok();
         },
         [&](const Snapshot* old) { return old->CopyWithErase(slot); });
@@ -601,13 +611,12 @@ class ObjectRouteIndex {
   [[gnu::always_inline]] Entry* Lookup(std::uint64_t hash,
                                        std::string_view key) const noexcept {
     const Snapshot* s = Resolve(table_.load(std::memory_order_acquire), hash);
-    const typename Snapshot::Slot* slot = s->Find(hash, key);
-    return slot == nullptr ? nullptr : slot->entry;
+    return s->Find(hash, key).entry;
   }
 
   // The full probe out of line, for the staged loop's rare hash collision
   // (Find is always inlined; inlined here it only adds register pressure).
-  [[gnu::noinline]] static const typename Snapshot::Slot* FindCold(
+  [[gnu::noinline]] static typename Snapshot::Hit FindCold(
       const Snapshot* s, std::uint64_t hash, std::string_view key) noexcept {
     return s->Find(hash, key);
   }
@@ -619,7 +628,7 @@ class ObjectRouteIndex {
     const Table* table = table_.load(std::memory_order_acquire);
     std::uint64_t hashes[kWindow];
     const Snapshot* snapshots[kWindow];
-    const typename Snapshot::Slot* candidates[kWindow];
+    typename Snapshot::Hit candidates[kWindow];
     for (std::size_t base = 0; base < keys.size(); base += kWindow) {
       const std::size_t n = std::min(kWindow, keys.size() - base);
       for (std::size_t i = 0; i < n; ++i) {
@@ -635,18 +644,16 @@ class ObjectRouteIndex {
       }
       for (std::size_t i = 0; i < n; ++i) {
         candidates[i] = snapshots[i]->FindHash(hashes[i]);
-        if (candidates[i] != nullptr) {
-          snapshots[i]->PrefetchCandidate(*candidates[i]);
-        }
+        if (candidates[i]) snapshots[i]->PrefetchCandidate(candidates[i]);
       }
       for (std::size_t i = 0; i < n; ++i) {
-        const typename Snapshot::Slot* slot = candidates[i];
-        if (slot != nullptr && !snapshots[i]->KeyEquals(*slot, keys[base + i]))
+        typename Snapshot::Hit hit = candidates[i];
+        if (hit && !snapshots[i]->KeyEquals(*hit.slot, keys[base + i]))
             [[unlikely]] {
           // Another key with the same 64-bit hash: the full probe.
-          slot = FindCold(snapshots[i], hashes[i], keys[base + i]);
+          hit = FindCold(snapshots[i], hashes[i], keys[base + i]);
         }
-        fn(base + i, slot == nullptr ? nullptr : slot->entry);
+        fn(base + i, hit.entry);
       }
     }
   }
@@ -681,10 +688,13 @@ class ObjectRouteIndex {
   // retires besides the old snapshot (an unlinked entry's RetainedBytes,
   // and `extra_floor` to charge instead if that exceeds the cap), and the
   // record of the entry it unlinks, which rides on the retired snapshot.
+  // `buried`: the unlink is made in place instead (Snapshot::Bury), nothing
+  // is built, and the record alone is retired.
   struct Change {
     std::size_t extra = 0;
     std::size_t extra_floor = 0;
     Record* unlinked = nullptr;
+    const typename Snapshot::Slot* buried = nullptr;
   };
 
   // One copy-on-write step on the bucket of `hash`. Under a guard and the
@@ -715,7 +725,10 @@ class ObjectRouteIndex {
     Stripe* const stripes = stripes_.Get();
     if (stripes == nullptr) return AllocationFailed();
     for (int waits = 0;; ++waits) {
-      const Snapshot* old = nullptr;
+      // What the write retires: the replaced snapshot, or the record of an
+      // entry buried in place.
+      void* retired = nullptr;
+      EpochDomain::Deleter deleter = nullptr;
       std::size_t need = 0;
       std::size_t floor = 0;
       Status s;
@@ -726,23 +739,38 @@ class ObjectRouteIndex {
         Stripe& stripe = stripes[hash & stripe_mask_];
         MutexLock lock(&stripe.mu);
         Table* table = table_.load(std::memory_order_acquire);
-        old = table->at(hash).load(std::memory_order_acquire);
+        const Snapshot* old = table->at(hash).load(std::memory_order_acquire);
         while (old == Snapshot::Moved()) {
           table = table->next.load(std::memory_order_acquire);
           old = table->at(hash).load(std::memory_order_acquire);
         }
         Change change;
         CAIRN_RETURN_IF_ERROR(check(old, &change));
-        need = RetiredCost(old) + change.extra;
-        floor = RetiredCost(old) + change.extra_floor;
-        // Filling an empty bucket retires nothing, but a shut-down domain
-        // refuses every write alike.
-        if (old == Snapshot::Empty() && domain_->shut_down()) {
-          return UnavailableError();
+        const Snapshot* fresh = nullptr;
+        if (change.buried != nullptr) {
+          retired = change.unlinked;
+          deleter = &DeleteRecord;
+          need = change.extra;
+          floor = change.extra_floor;
+        } else {
+          retired = const_cast<Snapshot*>(old);
+          deleter = &Snapshot::Destroy;
+          need = RetiredCost(old) + change.extra;
+          floor = RetiredCost(old) + change.extra_floor;
+          // Filling an empty bucket retires nothing, but a shut-down domain
+          // refuses every write alike.
+          if (old == Snapshot::Empty() && domain_->shut_down()) {
+            return UnavailableError();
+          }
+          fresh = build(old);
+          if (fresh == nullptr) return AllocationFailed();
         }
-        const Snapshot* fresh = build(old);
-        if (fresh == nullptr) return AllocationFailed();
         auto unlink = [&] {
+          if (change.buried != nullptr) {
+            old->Bury(change.buried);
+            stripe.Count(0, need);
+            return;
+          }
           // Release: the snapshot's contents (and the entries it owns,
           // initialised before publication, D8) reach acquiring readers.
           table->at(hash).store(fresh, std::memory_order_release);
@@ -762,15 +790,13 @@ class ObjectRouteIndex {
           unlink();
         } else {
           reservation.reset();
-          s = domain_->TryUnlinkAndRetire(const_cast<Snapshot*>(old), need,
-                                          &Snapshot::Destroy, unlink);
+          s = domain_->TryUnlinkAndRetire(retired, need, deleter, unlink);
           if (s.code() == StatusCode::kInvalidArgument && floor < need) {
             // An entry declaring more than the whole cap: charged without
             // its declared bytes, so it can still be unlinked.
-            s = domain_->TryUnlinkAndRetire(const_cast<Snapshot*>(old), floor,
-                                            &Snapshot::Destroy, unlink);
+            s = domain_->TryUnlinkAndRetire(retired, floor, deleter, unlink);
           }
-          if (!s.ok() && fresh != Snapshot::Empty()) {
+          if (!s.ok() && fresh != nullptr && fresh != Snapshot::Empty()) {
             Snapshot::Destroy(const_cast<Snapshot*>(fresh));  // never seen
           }
           if (!s.ok() && s.code() != StatusCode::kResourceExhausted) {
@@ -780,9 +806,8 @@ class ObjectRouteIndex {
       }
       if (s.ok()) {
         if (reservation.has_value()) {
-          domain_->RetireReserved(
-              std::move(*reservation), const_cast<Snapshot*>(old),
-              &Snapshot::Destroy, EpochDomain::Reclaim::kDeferred);
+          domain_->RetireReserved(std::move(*reservation), retired, deleter,
+                                  EpochDomain::Reclaim::kDeferred);
           reservation.reset();
         }
         if (locked == nullptr) domain_->ReclaimIfDue();

@@ -1,7 +1,8 @@
 // Copyright 2026 The cairn Authors.
 // SPDX-License-Identifier: Apache-2.0
 //
-// BucketSnapshot: one immutable route bucket. A single allocation holds a
+// BucketSnapshot: one route bucket, immutable once published but for the
+// entry word of a slot buried in place (below). A single allocation holds a
 // flat open-addressed table of slots (the full 64-bit hash beside each entry
 // pointer, linear probing, load <= 2/3) and the key bytes, so a hit touches
 // the slot line and the key's line, then the entry itself.
@@ -9,13 +10,24 @@
 // Owners live in one RouteRecord per routed entry, allocated at publication
 // and shared by every later snapshot of the bucket: copying a bucket copies
 // slot words and key bytes only, never touching another entry's control
-// block (which at a million objects is a cache miss per entry). The record
-// of an unlinked entry rides on the snapshot it was unlinked from and is
-// freed with it, after the grace period. Never include directly.
+// block (which at a million objects is a cache miss per entry).
+//
+// An unlink either copies the bucket without the entry (the record then
+// rides on the replaced snapshot and is freed with it, after the grace
+// period) or, while the bucket keeps at least as many live entries as dead
+// ones, buries the entry in place: its slot's entry word becomes Dead() (a
+// release store under the writer stripe, the one word of a published
+// snapshot that ever changes) and the record is retired on its own. A
+// buried slot still holds its probe run together; readers skip it, and the
+// bucket's next copy (insert, unlink, resize) leaves it out. Readers load
+// the entry word once, atomically, and use that value (Hit), so a slot
+// buried while they look is either seen whole or skipped. Never include
+// directly.
 
 #ifndef CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_
 #define CAIRN_ROUTE_INTERNAL_BUCKET_SNAPSHOT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -58,10 +70,20 @@ class alignas(32) BucketSnapshot {
 
   struct Slot {
     std::uint64_t hash;
-    Entry* entry;  // null: free slot
+    // null: free slot; Dead(): buried. Written in place only by Bury();
+    // read concurrently through EntryOf().
+    Entry* entry;
     Record* record;
     std::uint32_t key_offset;
     std::uint32_t key_size;
+  };
+
+  // A live slot and the entry its word held when it was read: use `entry`,
+  // never slot->entry again (the slot may be buried since).
+  struct Hit {
+    const Slot* slot = nullptr;
+    Entry* entry = nullptr;
+    explicit operator bool() const noexcept { return slot != nullptr; }
   };
 
   // The one immutable empty bucket every route bucket starts with.
@@ -71,39 +93,60 @@ class alignas(32) BucketSnapshot {
   // looked into; compared by address only.
   static const BucketSnapshot* Moved() noexcept { return &kMoved; }
 
-  std::uint32_t size() const noexcept { return size_; }
-  std::size_t bytes() const noexcept { return bytes_; }
-  bool empty() const noexcept { return size_ == 0; }
+  // The marker of a buried slot's entry word. Compared, never dereferenced.
+  static Entry* Dead() noexcept {
+    return reinterpret_cast<Entry*>(const_cast<char*>(&kDeadMark));
+  }
 
-  // The slot routing `key`, or null. Pure reads of immutable memory. On a
-  // hash match the entry's line is prefetched before the key bytes are
-  // compared, so the two misses overlap (the caller locks the entry next).
+  // The slot's entry word (null, Dead() or an entry), read atomically: a
+  // writer may bury the slot while a reader looks.
+  static Entry* EntryOf(const Slot& slot) noexcept {
+    return std::atomic_ref<Entry*>(const_cast<Entry*&>(slot.entry))
+        .load(std::memory_order_acquire);
+  }
+
+  // Live entries (buried slots not counted). Safe from a reader.
+  std::uint32_t size() const noexcept {
+    return size_ - dead_.load(std::memory_order_relaxed);
+  }
+  // Buried slots. Writers only (under the bucket's stripe).
+  std::uint32_t dead() const noexcept {
+    return dead_.load(std::memory_order_relaxed);
+  }
+  std::size_t bytes() const noexcept { return bytes_; }
+  bool empty() const noexcept { return size() == 0; }
+
+  // The live slot routing `key` and its entry, or none. Reads only (the
+  // entry words atomically, see EntryOf()). On a hash match the entry's
+  // line is prefetched before the key bytes are compared, so the two misses
+  // overlap (the caller locks the entry next).
   // Always inlined: it is every point lookup's probe, and a call costs a
   // directory lookup about a tenth of its instructions (docs/directory.md,
   // "Cost of a lookup").
-  [[gnu::always_inline]] const Slot* Find(std::uint64_t hash,
-                                          std::string_view key) const noexcept {
-    if (size_ == 0) return nullptr;
+  [[gnu::always_inline]] Hit Find(std::uint64_t hash,
+                                  std::string_view key) const noexcept {
+    if (size_ == 0) return {};
     for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
       const Slot& slot = slots()[i];
-      if (slot.entry == nullptr) return nullptr;
-      if (slot.hash == hash) {
-        __builtin_prefetch(slot.entry, 1, 3);
-        __builtin_prefetch(reinterpret_cast<const char*>(slot.entry) + 64, 1,
-                           3);
-        if (KeyEquals(slot, key)) return &slot;
+      Entry* const entry = EntryOf(slot);
+      if (entry == nullptr) return {};
+      if (slot.hash == hash && entry != Dead()) {
+        __builtin_prefetch(entry, 1, 3);
+        __builtin_prefetch(reinterpret_cast<const char*>(entry) + 64, 1, 3);
+        if (KeyEquals(slot, key)) return {&slot, entry};
       }
     }
   }
 
-  // The first slot whose stored hash equals `hash` (a candidate: its key is
-  // not compared), or null. Reads the header and slot lines only.
-  const Slot* FindHash(std::uint64_t hash) const noexcept {
-    if (size_ == 0) return nullptr;
+  // The first live slot whose stored hash equals `hash` (a candidate: its
+  // key is not compared), or none. Reads the header and slot lines only.
+  Hit FindHash(std::uint64_t hash) const noexcept {
+    if (size_ == 0) return {};
     for (std::uint32_t i = ProbeStart(hash);; i = (i + 1) & mask_) {
       const Slot& slot = slots()[i];
-      if (slot.entry == nullptr) return nullptr;
-      if (slot.hash == hash) return &slot;
+      Entry* const entry = EntryOf(slot);
+      if (entry == nullptr) return {};
+      if (slot.hash == hash && entry != Dead()) return {&slot, entry};
     }
   }
 
@@ -115,10 +158,10 @@ class alignas(32) BucketSnapshot {
   // Hints for a staged lookup: the key bytes of a candidate slot, and the
   // first two lines of the entry it routes, for writing: the caller takes
   // the entry's lock next (ObjectEntry's lock starts in its second line).
-  void PrefetchCandidate(const Slot& slot) const noexcept {
-    __builtin_prefetch(blob() + slot.key_offset, 0, 3);
-    __builtin_prefetch(slot.entry, 1, 3);
-    __builtin_prefetch(reinterpret_cast<const char*>(slot.entry) + 64, 1, 3);
+  void PrefetchCandidate(const Hit& hit) const noexcept {
+    __builtin_prefetch(blob() + hit.slot->key_offset, 0, 3);
+    __builtin_prefetch(hit.entry, 1, 3);
+    __builtin_prefetch(reinterpret_cast<const char*>(hit.entry) + 64, 1, 3);
   }
 
   const Owner& owner(const Slot* slot) const noexcept {
@@ -128,11 +171,14 @@ class alignas(32) BucketSnapshot {
     return std::string_view(blob() + slot.key_offset, slot.key_size);
   }
 
-  // Calls fn(const Slot&) for every routed entry.
+  // Calls fn(const Slot&) for every live slot. A reader's fn must not read
+  // slot.entry (it may be buried meanwhile); a writer's (under the
+  // stripe) may.
   template <typename Fn>
   void ForEachSlot(Fn&& fn) const {
     for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
-      if (slots()[i].entry != nullptr) fn(slots()[i]);
+      Entry* const entry = EntryOf(slots()[i]);
+      if (entry != nullptr && entry != Dead()) fn(slots()[i]);
     }
   }
 
@@ -151,7 +197,8 @@ class alignas(32) BucketSnapshot {
       }
     });
     BucketSnapshot* parts[2] = {nullptr, nullptr};
-    const std::uint32_t n[2] = {s->size_ - n_high, n_high};
+    const std::uint32_t n[2] = {s->size() - n_high, n_high};
+    // Buried keys still count in key_bytes_: room to spare, never short.
     const std::size_t keys[2] = {s->key_bytes_ - key_high, key_high};
     for (int h = 0; h < 2; ++h) {
       if (n[h] == 0) continue;
@@ -174,9 +221,9 @@ class alignas(32) BucketSnapshot {
   // empty snapshot if both are empty; null on allocation failure.
   static const BucketSnapshot* Merge(const BucketSnapshot* a,
                                      const BucketSnapshot* b) {
-    if (a->size_ + b->size_ == 0) return Empty();
+    if (a->size() + b->size() == 0) return Empty();
     BucketSnapshot* merged =
-        Allocate(a->size_ + b->size_, a->key_bytes_ + b->key_bytes_);
+        Allocate(a->size() + b->size(), a->key_bytes_ + b->key_bytes_);
     if (merged == nullptr) return nullptr;
     for (const BucketSnapshot* from : {a, b}) {
       from->ForEachSlot([&](const Slot& slot) {
@@ -186,15 +233,16 @@ class alignas(32) BucketSnapshot {
     return merged;
   }
 
-  // A new snapshot: this one plus (key -> record). The caller checked that
-  // `key` is absent. Null on allocation failure.
-  // When the copy keeps this snapshot's capacity, its slots and key bytes
-  // (one contiguous run) are copied whole; otherwise every slot is re-added.
+  // A new snapshot: this one's live entries plus (key -> record). The
+  // caller checked that `key` is absent. Null on allocation failure.
+  // When the copy keeps this snapshot's capacity and nothing is buried, its
+  // slots and key bytes (one contiguous run) are copied whole; otherwise
+  // every live slot is re-added.
   BucketSnapshot* CopyWithInsert(std::string_view key, std::uint64_t hash,
                                  Record* record) const {
-    const bool same = CapacityFor(size_ + 1) == mask_ + 1;
+    const bool same = dead() == 0 && CapacityFor(size_ + 1) == mask_ + 1;
     BucketSnapshot* copy =
-        Allocate(size_ + 1, key_bytes_ + key.size(), /*clear=*/!same);
+        Allocate(size() + 1, key_bytes_ + key.size(), /*clear=*/!same);
     if (copy == nullptr) return nullptr;
     if (same) {
       std::memcpy(copy->slots(), slots(),
@@ -208,15 +256,16 @@ class alignas(32) BucketSnapshot {
     return copy;
   }
 
-  // A new snapshot without `erased` (a slot of this snapshot). The shared
-  // empty snapshot when nothing is left; null on allocation failure.
-  // With the capacity kept, the slots are copied whole, the erased key's
-  // bytes are cut out of the key run, and its slot is closed by backward
-  // shift (the linear-probing delete), so no slot is re-added.
+  // A new snapshot without `erased` (a live slot of this snapshot) and
+  // without the buried ones. The shared empty snapshot when nothing is
+  // left; null on allocation failure. With the capacity kept and nothing
+  // buried, the slots are copied whole, the erased key's bytes are cut out
+  // of the key run, and its slot is closed by backward shift (the
+  // linear-probing delete), so no slot is re-added.
   const BucketSnapshot* CopyWithErase(const Slot* erased) const {
-    if (size_ == 1) return Empty();
-    const bool same = CapacityFor(size_ - 1) == mask_ + 1;
-    BucketSnapshot* copy = Allocate(size_ - 1, key_bytes_ - erased->key_size,
+    if (size() == 1) return Empty();
+    const bool same = dead() == 0 && CapacityFor(size_ - 1) == mask_ + 1;
+    BucketSnapshot* copy = Allocate(size() - 1, key_bytes_ - erased->key_size,
                                     /*clear=*/!same);
     if (copy == nullptr) return nullptr;
     if (!same) {
@@ -254,6 +303,23 @@ class alignas(32) BucketSnapshot {
     return copy;
   }
 
+  // Whether unlinking one live entry may bury it in place: the bucket keeps
+  // another live entry and no more buried slots than live ones, so buried
+  // slots never cost more than the live ones beside them. Writers only.
+  bool CanBury() const noexcept {
+    const std::uint32_t live = size();
+    return live > 1 && dead() + 1 <= live - 1;
+  }
+
+  // Unlinks `slot` (live, of this published snapshot) in place: its entry
+  // word becomes Dead() with a release store. Writers only, under the
+  // bucket's stripe; the caller retires the slot's record.
+  void Bury(const Slot* slot) const noexcept {
+    std::atomic_ref<Entry*>(const_cast<Slot*>(slot)->entry)
+        .store(Dead(), std::memory_order_release);
+    dead_.store(dead() + 1, std::memory_order_relaxed);
+  }
+
   // Hands the record of the entry unlinked from this (now unreachable)
   // snapshot to it, so Destroy() frees both after the grace period. Readers
   // of this snapshot never read the field.
@@ -270,11 +336,11 @@ class alignas(32) BucketSnapshot {
               snapshot->bytes_);
   }
 
-  // For the route's destructor: frees every routed record, then the snapshot.
+  // For the route's destructor: frees every routed record, then the
+  // snapshot. A buried slot's record was retired on its own.
   static void DestroyWithRecords(const BucketSnapshot* snapshot) noexcept {
-    for (std::uint32_t i = 0; i <= snapshot->mask_; ++i) {
-      Record::Delete(snapshot->slots()[i].record);
-    }
+    snapshot->ForEachSlot(
+        [](const Slot& slot) { Record::Delete(slot.record); });
     Destroy(const_cast<BucketSnapshot*>(snapshot));
   }
 
@@ -341,11 +407,10 @@ class alignas(32) BucketSnapshot {
   }
 
   void CopyInto(BucketSnapshot* copy, const Slot* skip) const {
-    for (std::uint32_t i = 0; size_ != 0 && i <= mask_; ++i) {
-      const Slot& slot = slots()[i];
-      if (slot.entry == nullptr || &slot == skip) continue;
-      copy->Add(slot.hash, key(slot), slot.entry, slot.record);
-    }
+    ForEachSlot([&](const Slot& slot) {
+      if (&slot != skip)
+        copy->Add(slot.hash, key(slot), slot.entry, slot.record);
+    });
   }
 
   void Add(std::uint64_t hash, std::string_view key, Entry* entry,
@@ -356,12 +421,13 @@ class alignas(32) BucketSnapshot {
     slots()[i] =
         Slot{hash, entry, record, static_cast<std::uint32_t>(key_bytes_),
              static_cast<std::uint32_t>(key.size())};
-    key_bytes_ += key.size();
+    key_bytes_ += static_cast<std::uint32_t>(key.size());
     ++size_;
   }
 
   static const BucketSnapshot kEmpty;
   static const BucketSnapshot kMoved;
+  static const char kDeadMark;
 
   // A snapshot starts on a cache line, and its header takes half of it, so
   // the first slots share the header's line: a lookup in a small bucket
@@ -373,11 +439,13 @@ class alignas(32) BucketSnapshot {
   static constexpr std::size_t kAlignSlack =
       kLine - __STDCPP_DEFAULT_NEW_ALIGNMENT__;
 
-  std::uint32_t mask_ = 0;  // capacity - 1 (capacity is a power of two)
-  std::uint32_t size_ = 0;
+  std::uint32_t mask_ = 0;   // capacity - 1 (capacity is a power of two)
+  std::uint32_t size_ = 0;   // occupied slots: live and buried
   std::uint32_t pad_ = 0;    // bytes before `this` in its allocation
   std::uint32_t bytes_ = 0;  // the whole block (snapshot_blocks.h)
-  std::size_t key_bytes_ = 0;
+  // Key bytes in the blob, buried keys' included (below bytes_, so 32 bits).
+  std::uint32_t key_bytes_ = 0;
+  mutable std::atomic<std::uint32_t> dead_{0};  // buried slots, see Bury()
   mutable Record* unlinked_ = nullptr;  // writer-only, see AdoptUnlinked()
 };
 
@@ -385,6 +453,8 @@ template <typename Entry>
 inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kEmpty{};
 template <typename Entry>
 inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kMoved{};
+template <typename Entry>
+inline const char BucketSnapshot<Entry>::kDeadMark = 0;
 
 }  // namespace route_internal
 CAIRN_NAMESPACE_END

@@ -3,7 +3,7 @@
 //
 // RouteTable: one bucket table of the resizing route. A single allocation:
 // a header (the mask and the `next` link a resize sets) followed by the
-// bucket pointers, each an atomic pointer to an immutable BucketSnapshot.
+// bucket pointers, each an atomic pointer to a BucketSnapshot.
 // A bucket holding BucketSnapshot::Moved() has been moved to `next`; see
 // ObjectRouteIndex ("Resizing") and docs/concurrency.md for the protocol.
 // Never include directly.
