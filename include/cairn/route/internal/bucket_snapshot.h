@@ -198,8 +198,7 @@ class alignas(32) BucketSnapshot {
     });
     BucketSnapshot* parts[2] = {nullptr, nullptr};
     const std::uint32_t n[2] = {s->size() - n_high, n_high};
-    // Buried keys still count in key_bytes_: room to spare, never short.
-    const std::size_t keys[2] = {s->key_bytes_ - key_high, key_high};
+    const std::size_t keys[2] = {s->LiveKeyBytes() - key_high, key_high};
     for (int h = 0; h < 2; ++h) {
       if (n[h] == 0) continue;
       parts[h] = Allocate(n[h], keys[h]);
@@ -223,7 +222,7 @@ class alignas(32) BucketSnapshot {
                                      const BucketSnapshot* b) {
     if (a->size() + b->size() == 0) return Empty();
     BucketSnapshot* merged =
-        Allocate(a->size() + b->size(), a->key_bytes_ + b->key_bytes_);
+        Allocate(a->size() + b->size(), a->LiveKeyBytes() + b->LiveKeyBytes());
     if (merged == nullptr) return nullptr;
     for (const BucketSnapshot* from : {a, b}) {
       from->ForEachSlot([&](const Slot& slot) {
@@ -242,7 +241,7 @@ class alignas(32) BucketSnapshot {
                                  Record* record) const {
     const bool same = dead() == 0 && CapacityFor(size_ + 1) == mask_ + 1;
     BucketSnapshot* copy =
-        Allocate(size() + 1, key_bytes_ + key.size(), /*clear=*/!same);
+        Allocate(size() + 1, LiveKeyBytes() + key.size(), /*clear=*/!same);
     if (copy == nullptr) return nullptr;
     if (same) {
       std::memcpy(copy->slots(), slots(),
@@ -265,8 +264,9 @@ class alignas(32) BucketSnapshot {
   const BucketSnapshot* CopyWithErase(const Slot* erased) const {
     if (size() == 1) return Empty();
     const bool same = dead() == 0 && CapacityFor(size_ - 1) == mask_ + 1;
-    BucketSnapshot* copy = Allocate(size() - 1, key_bytes_ - erased->key_size,
-                                    /*clear=*/!same);
+    BucketSnapshot* copy =
+        Allocate(size() - 1, LiveKeyBytes() - erased->key_size,
+                 /*clear=*/!same);
     if (copy == nullptr) return nullptr;
     if (!same) {
       CopyInto(copy, erased);
@@ -404,6 +404,16 @@ class alignas(32) BucketSnapshot {
       }
     }
     return s;
+  }
+
+  // The key bytes of the live slots: a copy allocates exactly these, so
+  // its block is the size class a copy without buried slots would take
+  // (a larger one defeats the thread's block cache, snapshot_blocks.h).
+  std::size_t LiveKeyBytes() const noexcept {
+    if (dead() == 0) return key_bytes_;
+    std::size_t bytes = 0;
+    ForEachSlot([&](const Slot& slot) { bytes += slot.key_size; });
+    return bytes;
   }
 
   void CopyInto(BucketSnapshot* copy, const Slot* skip) const {
