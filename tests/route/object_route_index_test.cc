@@ -290,7 +290,7 @@ TEST(ObjectRouteIndexTest, CollisionsInOneBucketStayDistinct) {
 // (buried), then 3/0 (copied: 5 dead would outnumber 3 live), 2/1
 // (buried), 1/0 (copied). Every reader path skips a buried slot, and the
 // counts stay exact.
-TEST(ObjectRouteIndexTest, UnlinkBuriesInPlaceWhileLiveEntriesOutnumberDead) {
+TEST(ObjectRouteIndexTest, UnlinkBuriesInPlaceWhileBuriedSlotsDoNotOutnumberLive) {
   RouteOptions options;
   options.bucket_count = 1;
   options.fixed_bucket_count = true;
@@ -474,7 +474,20 @@ TEST(ObjectRouteIndexTest, RetiredBytesCountTheUnlinkedRecordAndDeclaredBytes) {
   // The last live entry goes by copy: the snapshot is retired with the
   // record riding on it.
   ASSERT_TRUE(route.EraseIfMatch("light", 2, light.get()).ok());
-  EXPECT_EQ(domain.Diagnostics().retired_bytes, after_heavy + both + kFixed);
+  const std::uint64_t after_light = domain.Diagnostics().retired_bytes;
+  EXPECT_EQ(after_light, after_heavy + both + kFixed);
+  // A bury with a budget from PrepareWrite (sized for a copy, as the
+  // directory's erases take it) still charges the record alone.
+  auto first = std::make_shared<CountedEntry>(3, 0);
+  auto second = std::make_shared<CountedEntry>(4, 0);
+  ASSERT_TRUE(route.Publish("first", first).ok());
+  ASSERT_TRUE(route.Publish("second", second).ok());
+  const std::uint64_t before_bury = domain.Diagnostics().retired_bytes;
+  auto budget = route.PrepareWrite("first");
+  ASSERT_TRUE(budget.ok());
+  ASSERT_TRUE(
+      route.EraseIfMatch("first", 3, first.get(), &budget.value()).ok());
+  EXPECT_EQ(domain.Diagnostics().retired_bytes, before_bury + kFixed);
   EXPECT_EQ(route.Diagnostics().retired_bytes,
             domain.Diagnostics().retired_bytes);
 }
@@ -498,52 +511,65 @@ TEST(ObjectRouteIndexTest, EntryDeclaringMoreThanTheCapCanStillBeUnlinked) {
   EXPECT_EQ(route.Pin("huge"), nullptr);
 }
 
-// A write refused for want of retire room changes nothing: the copy it
-// built is dropped unseen, the entry stays routed, and its record stays with
-// the bucket, so the write that later retires the bucket's snapshot does not
-// free the entry with it.
+// A write refused for want of retire room changes nothing: the entry stays
+// routed, unburied, and its record stays with the bucket, so the write that
+// later retires the bucket's snapshot does not free the entry with it. Run
+// twice: with "kept" beside one other live entry its unlink would bury it;
+// with a buried slot in the bucket too it would copy (the copy it built is
+// dropped unseen).
 TEST(ObjectRouteIndexTest, RefusedUnlinkKeepsTheEntryAndItsRecord) {
-  EpochOptions epoch_options;
-  epoch_options.retired_bytes_cap = 64 << 10;
-  epoch_options.reclaim_deadline = std::chrono::milliseconds(1);
-  EpochDomain domain(epoch_options);
-  RouteOptions options;
-  options.bucket_count = 1;
-  options.fixed_bucket_count = true;
-  options.epoch_domain = &domain;
-  Route route(options);
-  Owner kept = Make(1, "kept");
-  std::weak_ptr<TestEntry> watch = kept;
-  TestEntry* const raw = kept.get();
-  ASSERT_TRUE(route.Publish("kept", std::move(kept)).ok());
-  ASSERT_TRUE(route.Publish("other", Make(2, "other")).ok());
-  domain.TryReclaim();  // hands this thread's retire credit back to the cap
-  std::vector<RetireReservation> fill;  // the cap, full
-  while (true) {
-    Result<RetireReservation> r = domain.TryReserve(64);
-    if (!r.ok()) break;
-    fill.push_back(std::move(r).value());
+  for (const bool copies : {false, true}) {
+    SCOPED_TRACE(copies ? "unlink by copy" : "unlink in place");
+    EpochOptions epoch_options;
+    epoch_options.retired_bytes_cap = 64 << 10;
+    epoch_options.reclaim_deadline = std::chrono::milliseconds(1);
+    EpochDomain domain(epoch_options);
+    RouteOptions options;
+    options.bucket_count = 1;
+    options.fixed_bucket_count = true;
+    options.epoch_domain = &domain;
+    Route route(options);
+    Owner kept = Make(1, "kept");
+    std::weak_ptr<TestEntry> watch = kept;
+    TestEntry* const raw = kept.get();
+    ASSERT_TRUE(route.Publish("kept", std::move(kept)).ok());
+    ASSERT_TRUE(route.Publish("other", Make(2, "other")).ok());
+    if (copies) {  // 2 live and 1 buried: one more bury would outnumber
+      Owner gone = Make(4, "gone");
+      ASSERT_TRUE(route.Publish("gone", gone).ok());
+      const std::uint64_t copied = route.Diagnostics().copied_bytes;
+      ASSERT_TRUE(route.EraseIfMatch("gone", 4, gone.get()).ok());
+      ASSERT_EQ(route.Diagnostics().copied_bytes, copied) << "not buried";
+    }
+    domain.TryReclaim();  // hands this thread's retire credit back to the cap
+    std::vector<RetireReservation> fill;  // the cap, full
+    while (true) {
+      Result<RetireReservation> r = domain.TryReserve(64);
+      if (!r.ok()) break;
+      fill.push_back(std::move(r).value());
+    }
+    const RouteDiagnostics before = route.Diagnostics();
+    Route::WriteBudget none;
+    EXPECT_EQ(route.EraseIfMatch("kept", 1, raw, &none).code(),
+              StatusCode::kResourceExhausted);
+    EXPECT_EQ(route.EraseIfMatch("kept", 1, raw).code(),
+              StatusCode::kResourceExhausted);
+    EXPECT_EQ(route.Publish("third", Make(3, "third"), &none).code(),
+              StatusCode::kResourceExhausted);
+    EXPECT_EQ(Find(route, "kept"), raw);
+    EXPECT_EQ(Find(route, "third"), nullptr);
+    EXPECT_EQ(route.Diagnostics().publications, before.publications);
+    EXPECT_EQ(route.Diagnostics().entries, 2u);
+    fill.clear();
+    // Retires the snapshot the refused unlinks started from.
+    ASSERT_TRUE(route.Publish("third", Make(3, "third")).ok());
+    ASSERT_TRUE(domain.Barrier().ok());
+    EXPECT_FALSE(watch.expired()) << "a refused unlink freed the entry";
+    EXPECT_EQ(Find(route, "kept"), raw);
+    ASSERT_TRUE(route.EraseIfMatch("kept", 1, raw).ok());
+    ASSERT_TRUE(domain.Barrier().ok());
+    EXPECT_TRUE(watch.expired());
   }
-  const RouteDiagnostics before = route.Diagnostics();
-  Route::WriteBudget none;
-  EXPECT_EQ(route.EraseIfMatch("kept", 1, raw, &none).code(),
-            StatusCode::kResourceExhausted);
-  EXPECT_EQ(route.EraseIfMatch("kept", 1, raw).code(),
-            StatusCode::kResourceExhausted);
-  EXPECT_EQ(route.Publish("third", Make(3, "third"), &none).code(),
-            StatusCode::kResourceExhausted);
-  EXPECT_EQ(Find(route, "kept"), raw);
-  EXPECT_EQ(Find(route, "third"), nullptr);
-  EXPECT_EQ(route.Diagnostics().publications, before.publications);
-  fill.clear();
-  // Retires the snapshot the refused unlinks started from.
-  ASSERT_TRUE(route.Publish("third", Make(3, "third")).ok());
-  ASSERT_TRUE(domain.Barrier().ok());
-  EXPECT_FALSE(watch.expired()) << "a refused unlink freed the entry";
-  EXPECT_EQ(Find(route, "kept"), raw);
-  ASSERT_TRUE(route.EraseIfMatch("kept", 1, raw).ok());
-  ASSERT_TRUE(domain.Barrier().ok());
-  EXPECT_TRUE(watch.expired());
 }
 
 // Route blocks (snapshots and records) a thread frees are reused by its

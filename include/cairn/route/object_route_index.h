@@ -786,15 +786,27 @@ class ObjectRouteIndex {
           reservation.reset();
           return Status::Ok();
         }
-        if (reservation.has_value() && reservation->bytes() >= need) {
+        const bool covered =
+            reservation.has_value() && reservation->bytes() >= need;
+        if (covered && change.buried == nullptr) {
           unlink();
         } else {
-          reservation.reset();
+          // A bury charges its record alone, so a reservation (sized by
+          // PrepareWrite for a copy) is its fallback, not its charge.
+          if (!covered) reservation.reset();
           s = domain_->TryUnlinkAndRetire(retired, need, deleter, unlink);
           if (s.code() == StatusCode::kInvalidArgument && floor < need) {
             // An entry declaring more than the whole cap: charged without
             // its declared bytes, so it can still be unlinked.
             s = domain_->TryUnlinkAndRetire(retired, floor, deleter, unlink);
+          }
+          if (covered) {
+            if (s.code() == StatusCode::kResourceExhausted) {
+              unlink();  // retired with the reservation below
+              s = Status::Ok();
+            } else {
+              reservation.reset();
+            }
           }
           if (!s.ok() && fresh != nullptr && fresh != Snapshot::Empty()) {
             Snapshot::Destroy(const_cast<Snapshot*>(fresh));  // never seen

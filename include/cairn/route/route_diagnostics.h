@@ -26,7 +26,8 @@ struct RouteDiagnostics {
   std::size_t nonempty_buckets = 0;
   std::size_t max_bucket_entries = 0;
   // Epoch route only (a route without an epoch domain leaves them zero):
-  std::uint64_t publications = 0;  // snapshots published
+  // Writes made: snapshots published, and unlinks in place (docs/route.md).
+  std::uint64_t publications = 0;
   std::uint64_t copied_bytes = 0;  // bytes of snapshots built by writers
   std::uint64_t resizes = 0;       // resizes finished (grow or shrink)
   // Bytes of snapshots built by resizes (splits and merges).

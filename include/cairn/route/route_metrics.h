@@ -50,7 +50,9 @@ inline void VisitRouteMetrics(const RouteDiagnostics& d, MetricVisitor& visitor,
   v.GaugeValue("cairn_route_snapshot_bytes",
                "Bytes of the live bucket snapshots.", n(d.snapshot_bytes));
   v.CounterValue("cairn_route_publications_total",
-                 "Bucket snapshots published by writers.", d.publications);
+                 "Route writes made: bucket snapshots published, and "
+                 "unlinks in place.",
+                 d.publications);
   v.CounterValue("cairn_route_copied_bytes_total",
                  "Bytes of bucket snapshots built by writers (the "
                  "copy-on-write cost).",

@@ -437,7 +437,8 @@ class alignas(32) BucketSnapshot {
 
   static const BucketSnapshot kEmpty;
   static const BucketSnapshot kMoved;
-  static const char kDeadMark;
+  // Aligned as an entry, so Dead() is a well-formed Entry* value.
+  alignas(Entry) static const char kDeadMark;
 
   // A snapshot starts on a cache line, and its header takes half of it, so
   // the first slots share the header's line: a lookup in a small bucket
@@ -464,7 +465,7 @@ inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kEmpty{};
 template <typename Entry>
 inline const BucketSnapshot<Entry> BucketSnapshot<Entry>::kMoved{};
 template <typename Entry>
-inline const char BucketSnapshot<Entry>::kDeadMark = 0;
+alignas(Entry) inline const char BucketSnapshot<Entry>::kDeadMark = 0;
 
 }  // namespace route_internal
 CAIRN_NAMESPACE_END
