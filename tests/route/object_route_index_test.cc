@@ -290,7 +290,8 @@ TEST(ObjectRouteIndexTest, CollisionsInOneBucketStayDistinct) {
 // (buried), then 3/0 (copied: 5 dead would outnumber 3 live), 2/1
 // (buried), 1/0 (copied). Every reader path skips a buried slot, and the
 // counts stay exact.
-TEST(ObjectRouteIndexTest, UnlinkBuriesInPlaceWhileBuriedSlotsDoNotOutnumberLive) {
+TEST(ObjectRouteIndexTest,
+     UnlinkBuriesInPlaceWhileBuriedSlotsDoNotOutnumberLive) {
   RouteOptions options;
   options.bucket_count = 1;
   options.fixed_bucket_count = true;
