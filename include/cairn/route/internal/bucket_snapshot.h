@@ -16,8 +16,9 @@
 // rides on the replaced snapshot and is freed with it, after the grace
 // period) or, while the bucket keeps at least as many live entries as dead
 // ones, buries the entry in place: its slot's entry word becomes Dead() (a
-// release store under the writer stripe, the one word of a published
-// snapshot that ever changes) and the record is retired on its own. A
+// release store under the writer stripe; that word and the header's count
+// of buried slots are all of a published snapshot that ever changes) and
+// the record is retired on its own. A
 // buried slot still holds its probe run together; readers skip it, and the
 // bucket's next copy (insert, unlink, resize) leaves it out. Readers load
 // the entry word once, atomically, and use that value (Hit), so a slot
